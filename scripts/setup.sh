@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv and install toy_rl into it.   Usage: bash scripts/setup.sh [EXTRAS]
+#   EXTRAS: comma-separated pyproject extras, e.g. "dev" or "dev,llm".
+# torch comes first, as a CPU build: from a local wheel if pip's find-links has
+# one, else from PyTorch's CPU index (a plain `pip install torch` on Linux pulls
+# a multi-GB CUDA build). Already have torch in .venv (e.g. a CUDA build)? It is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+python="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip install --quiet)
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  "${pip[@]}" --no-index --no-deps "torch==2.13.0" 2>/dev/null \
+    || "${pip[@]}" torch --index-url https://download.pytorch.org/whl/cpu \
+         --extra-index-url https://pypi.org/simple
+fi
+"${pip[@]}" -e ".${extras:+[$extras]}"
+echo "toy_rl installed in .venv (extras: ${extras:-none})"

@@ -1,0 +1,46 @@
+"""The `toy-rl` command: help lists the subcommands, the tour saves what it prints, bad input fails cleanly."""
+import json
+import subprocess
+import sys
+
+from toy_rl.cli import build_parser, main
+
+
+def _run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "toy_rl", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_help_lists_every_subcommand():
+    out = _run("--help")
+    assert out.returncode == 0
+    names = build_parser()._subparsers._group_actions[0].choices
+    assert "tour" in names
+    for name in names:
+        assert name in out.stdout
+
+
+def test_tour_prints_and_saves_rows(tmp_path, capsys):
+    assert main(["tour", "--out", str(tmp_path), "--json", "--no-plot"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    saved = [json.loads(line) for line in (tmp_path / "tour.jsonl").read_text().splitlines()]
+    assert rows == saved
+    assert {r["rule"] for r in rows} == {"symmetric", "clip-higher", "bapo"}
+    on_policy = [r for r in rows if r["drift"] == 0]
+    assert all(r["clip_frac_low"] == 0 and r["clip_frac_high"] == 0 for r in on_policy)
+    assert len({round(r["loss"], 12) for r in on_policy}) == 1          # the rules coincide on-policy
+    stale = [r for r in rows if r["drift"] == max(x["drift"] for x in rows)]
+    assert all(r["clip_frac_low"] > 0 for r in stale)
+
+
+def test_tour_table_and_plot(tmp_path):
+    out = _run("tour", "--out", str(tmp_path), "--drift", "0", "0.5")
+    assert out.returncode == 0, out.stderr
+    assert "clip_frac_low" in out.stdout and "bapo" in out.stdout
+    assert (tmp_path / "tour.png").stat().st_size > 10_000
+    assert (tmp_path / "table.txt").read_text().strip() in out.stdout
+
+
+def test_bad_input_is_one_clear_line():
+    out = _run("tour", "--drift", "-1", "--no-plot", "--out", "/tmp/never")
+    assert out.returncode == 2
+    assert "--drift" in out.stderr and "Traceback" not in out.stderr

@@ -1,0 +1,20 @@
+"""The clipping core shared by every rung: three rules and one loss.
+
+    from toy_rl.clipping import Symmetric, ClipHigher, BAPO, policy_loss
+    loss, stats = policy_loss(logp, old_logp, advantages, mask, BAPO())
+"""
+from .bapo import BAPO
+from .loss import aggregate, policy_loss, policy_loss_runs
+from .rules import Bounds, ClipHigher, Symmetric
+
+RULES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}
+
+
+def make_rule(name: str):
+    """A rule with its defaults from its name: "symmetric", "clip-higher" or "bapo"."""
+    if name not in RULES:
+        raise ValueError(f"unknown rule {name!r}; choose from {sorted(RULES)}")
+    return RULES[name]()
+
+
+__all__ = ["Symmetric", "ClipHigher", "BAPO", "Bounds", "policy_loss", "policy_loss_runs", "aggregate", "make_rule", "RULES"]

@@ -1,0 +1,93 @@
+"""Positive/negative loss mass and the balance ρ that BAPO steers (paper Eq. 8).
+
+Notation: r = π_θ/π_behaviour per token, A the advantage, [c_low, c_high] the
+ratio bounds. The paper, its text and the authors' code read ρ differently
+(see ``shared/bapo_facts.md``); two choices are exposed:
+
+``count`` — which tokens make up the masses
+    "all"  every token with its *clipped* value: positives weigh
+           A·min(r, c_high), negatives |A|·max(r, c_low). This is Eq. 8 and
+           the authors' ``_compute_effective_advantage``. Raising c_low can
+           only *add* negative mass here.
+    "grad" only tokens that still carry gradient under the clipped
+           surrogate: positives with r < c_high weigh A·r, negatives with
+           r > c_low weigh |A|·r. This is the paper's stated intent (raising
+           c_low "filters" low-probability negatives out of the update).
+
+``balance`` — how the masses become one number
+    "share"    ρ = pos / (pos + neg)      (paper text, target ρ0 = 0.4)
+    "pos_neg"  ρ = pos / neg              (authors' code, target 1.0;
+               pos/neg = share / (1 − share))
+
+Both masses depend on *one* bound each: pos on c_high only, neg on c_low
+only. That is what lets BAPO's search be evaluated for every candidate bound
+at once (:func:`pos_mass_at`, :func:`neg_mass_at`) with one pass over the
+tokens and no host–device synchronisation.
+"""
+from __future__ import annotations
+
+import torch
+
+COUNTS = ("all", "grad")
+BALANCES = ("share", "pos_neg")
+
+
+def _binned_cumsum(bins: torch.Tensor, weights: torch.Tensor, n_bins: int) -> torch.Tensor:
+    """Per run (row), sum ``weights`` into bins by index, then cumulate: out[r, j] = Σ_{bins <= j}.
+
+    ``bins``/``weights`` are (runs, tokens); returns (runs, n_bins - 1). scatter_add: no sync on CUDA.
+    """
+    runs = bins.shape[0]
+    offset = torch.arange(runs, device=bins.device)[:, None] * n_bins
+    out = torch.zeros(runs * n_bins, dtype=weights.dtype, device=weights.device)
+    out.scatter_add_(0, (bins + offset).reshape(-1), weights.reshape(-1))
+    return torch.cumsum(out.view(runs, n_bins), 1)[:, :-1]
+
+
+def pos_mass_at(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                highs: torch.Tensor, count: str) -> torch.Tensor:
+    """Positive mass for every candidate upper bound in ``highs`` (ascending, 1-D).
+
+    ``ratio``, ``adv``, ``mask`` (0/1) are (runs, tokens): each run (an independent
+    update, e.g. one seed) gets its own masses. Returns (runs, len(highs)).
+    """
+    a = torch.clamp(adv, min=0) * mask                   # only A > 0 counts
+    idx = torch.bucketize(ratio, highs, right=True)      # #{h <= r}; r < highs[j] iff idx <= j
+    m = highs.numel()
+    below_ra = _binned_cumsum(idx, a * ratio, m + 1)      # Σ_{r<h} A·r
+    if count == "grad":
+        return below_ra
+    below_a = _binned_cumsum(idx, a, m + 1)
+    return below_ra + highs * (a.sum(1, keepdim=True) - below_a)     # + h·Σ_{r>=h} A
+
+
+def neg_mass_at(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                lows: torch.Tensor, count: str) -> torch.Tensor:
+    """Negative mass (a positive number) for every candidate lower bound in ``lows``; (runs, len(lows))."""
+    a = torch.clamp(-adv, min=0) * mask                  # |A| for A < 0
+    idx = torch.bucketize(ratio, lows, right=False)      # #{l < r}; r <= lows[j] iff idx <= j
+    m = lows.numel()
+    upto_ra = _binned_cumsum(idx, a * ratio, m + 1)       # Σ_{r<=l} |A|·r
+    above_ra = (a * ratio).sum(1, keepdim=True) - upto_ra                         # Σ_{r>l} |A|·r
+    if count == "grad":
+        return above_ra
+    upto_a = _binned_cumsum(idx, a, m + 1)
+    return above_ra + lows * upto_a                      # + l·Σ_{r<=l} |A|
+
+
+def balance_of(pos: torch.Tensor, neg: torch.Tensor, balance: str) -> torch.Tensor:
+    """ρ from the masses. With no negative mass there is nothing to balance: ρ = 1 ("share") or +inf."""
+    if balance == "share":
+        total = pos + neg
+        return torch.where(total > 0, pos / torch.where(total > 0, total, torch.ones_like(total)),
+                           torch.ones_like(total))
+    return torch.where(neg > 0, pos / torch.where(neg > 0, neg, torch.ones_like(neg)),
+                       torch.full_like(neg, float("inf")))
+
+
+def masses(ratio, adv, mask, c_low: float, c_high: float, count: str):
+    """(pos, neg) per run at one fixed pair of bounds; inputs (runs, tokens), outputs (runs,)."""
+    like = dict(dtype=ratio.dtype, device=ratio.device)
+    pos = pos_mass_at(ratio, adv, mask, torch.tensor([c_high], **like), count)[:, 0]
+    neg = neg_mass_at(ratio, adv, mask, torch.tensor([c_low], **like), count)[:, 0]
+    return pos, neg

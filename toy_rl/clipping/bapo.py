@@ -1,0 +1,165 @@
+"""BAPO: adaptive clipping bounds searched for every update (arXiv 2510.18927, Algorithm 1).
+
+Algorithm 1, with the paper's symbols::
+
+    c_low ← a⁻ ; c_high ← a⁺                       # re-initialised every update
+    while ρ < ρ0 and c_low + δ2 ≤ b⁻:
+        if c_high + δ1 ≤ b⁺:  c_high ← c_high + δ1  # upper bound raised first
+        else:                 c_low  ← c_low  + δ2
+
+The bounds the loop visits do not depend on the data, only *where it stops*
+does. So :meth:`BAPO.search` lays out the whole path of candidate bounds,
+measures ρ at every point in one pass over the tokens (pos depends on c_high
+only, neg on c_low only; see :mod:`toy_rl.clipping.balance`) and stops at the
+first point with ρ ≥ ρ0, or at the end of the path. Same answer as the loop,
+but no host–device synchronisation per step (the authors' code calls
+``.item()`` at every step).
+
+Defaults (paper §5.1): ρ0 = 0.4, [a⁻, b⁻] = [0.6, 0.9], [a⁺, b⁺] = [1.2, 3.0],
+δ1 = 0.05 (upper), δ2 = 0.02 (lower), upper bound first, ρ as a share.
+
+Default for *which tokens count* (``count``): "grad", the tokens that still
+carry gradient. Why: the paper's argument for raising c_low is that it
+"filters" low-probability negative tokens out of the update; that is true of
+the gradient, and only a ρ over gradient-carrying tokens rises when c_low
+rises. Under Eq. 8 as printed and the authors' code (``count="all"``) raising
+c_low can only *lower* ρ, so the lower-bound half of Algorithm 1 never helps
+and, whenever the upper half falls short, drives c_low to b⁻ regardless.
+``BAPO.authors_code()`` reproduces the authors' code (bapo_facts.md) instead.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .balance import BALANCES, COUNTS, balance_of, neg_mass_at, pos_mass_at
+from .rules import Bounds
+
+ORDERS = ("upper_first", "lower_first")
+
+
+def _steps(start: float, stop: float, step: float) -> int:
+    """How many times `step` fits between start and stop (tolerant to 0.1 + 0.2 float noise)."""
+    return int(math.floor((stop - start) / step + 1e-9))
+
+
+@dataclass(frozen=True)
+class BAPO:
+    """Adaptive clipping: the bounds are searched until positives carry a share ρ0 of the loss.
+
+    Args:
+        rho0: target ρ0 (paper: 0.4 as a share; authors' code: pos/neg = 1.0).
+        low_range: (a⁻, b⁻), where c_low starts and how far it may rise; within (0, 1].
+        high_range: (a⁺, b⁺), where c_high starts and how far it may rise; ≥ 1.
+        low_step: δ2, the lower bound's step.  high_step: δ1, the upper bound's step.
+        order: "upper_first" (paper, Algorithm 1) or "lower_first" (authors' code:
+            c_low to its maximum first, then c_high; each step capped at the maximum).
+        count: "grad" (default, see module docstring) or "all" (Eq. 8, authors' code).
+        balance: "share" pos/(pos+neg) (paper) or "pos_neg" pos/neg (authors' code).
+    """
+    rho0: float = 0.4
+    low_range: tuple = (0.6, 0.9)
+    high_range: tuple = (1.2, 3.0)
+    low_step: float = 0.02
+    high_step: float = 0.05
+    order: str = "upper_first"
+    count: str = "grad"
+    balance: str = "share"
+
+    name = "bapo"
+
+    def __post_init__(self):
+        for arg, allowed in (("order", ORDERS), ("count", COUNTS), ("balance", BALANCES)):
+            if getattr(self, arg) not in allowed:
+                raise ValueError(f"{arg} must be one of {allowed}; got {getattr(self, arg)!r}")
+        if self.balance == "share" and not 0 < self.rho0 < 1:
+            raise ValueError(f"rho0 must lie in (0, 1) when balance='share' (it is a share of the loss); got {self.rho0!r}")
+        if self.balance == "pos_neg" and not (self.rho0 > 0 and math.isfinite(self.rho0)):
+            raise ValueError(f"rho0 must be a finite number > 0 when balance='pos_neg'; got {self.rho0!r}")
+        for arg in ("low_range", "high_range"):
+            rng = getattr(self, arg)
+            if len(rng) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in rng):
+                raise ValueError(f"{arg} must be a pair of finite numbers (start, max); got {rng!r}")
+            if rng[0] > rng[1]:
+                raise ValueError(f"{arg} is in the wrong order: start {rng[0]} > max {rng[1]}")
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
+        if not (0 < a_lo and b_lo <= 1):
+            raise ValueError(f"low_range must lie in (0, 1] (c_low clips ratios below 1); got {self.low_range!r}")
+        if a_hi < 1:
+            raise ValueError(f"high_range must lie at or above 1 (c_high clips ratios above 1); got {self.high_range!r}")
+        for arg in ("low_step", "high_step"):
+            v = getattr(self, arg)
+            if not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
+                raise ValueError(f"{arg} must be a number > 0; got {v!r}")
+
+    @classmethod
+    def paper(cls) -> "BAPO":
+        """Algorithm 1 with the §5.1 defaults (the same as ``BAPO()``)."""
+        return cls()
+
+    @classmethod
+    def authors_code(cls) -> "BAPO":
+        """The authors' verl recipe (shipped yaml): lower bound first, pos/neg target 1.0,
+        all tokens with clipped values, [0.6, 0.8] and [1.2, 2.0] in steps of 0.05.
+        Their loss also uses dual-clip c = 3.0 and token-mean: pass
+        ``dual_clip=3.0, agg="token-mean"`` to ``policy_loss`` for the full setting."""
+        return cls(rho0=1.0, low_range=(0.6, 0.8), high_range=(1.2, 2.0), low_step=0.05,
+                   high_step=0.05, order="lower_first", count="all", balance="pos_neg")
+
+    def path(self) -> list[tuple[float, float]]:
+        """Every (c_low, c_high) the search may visit, in order; it stops at the first with ρ ≥ ρ0."""
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
+        pts = [(a_lo, a_hi)]
+        if self.order == "upper_first":                       # Algorithm 1
+            n_lo = _steps(a_lo, b_lo, self.low_step)
+            if n_lo == 0:                                     # loop guard c_low + δ2 ≤ b⁻ fails at once
+                return pts
+            n_hi = _steps(a_hi, b_hi, self.high_step)
+            pts += [(a_lo, a_hi + i * self.high_step) for i in range(1, n_hi + 1)]
+            top = pts[-1][1]
+            pts += [(a_lo + j * self.low_step, top) for j in range(1, n_lo + 1)]
+        else:                                                 # authors' code: min(cur + step, max)
+            lo = a_lo
+            while lo < b_lo:
+                lo = min(lo + self.low_step, b_lo)
+                pts.append((lo, a_hi))
+            hi = a_hi
+            while hi < b_hi:
+                hi = min(hi + self.high_step, b_hi)
+                pts.append((lo, hi))
+        return [(round(lo, 10), round(hi, 10)) for lo, hi in pts]
+
+    def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> dict:
+        """Run Algorithm 1 for each run (row) of (runs, tokens) inputs, vectorised.
+
+        Returns tensors on the batch's device: ``path_low``, ``path_high`` (P,)
+        — every point the loop may visit; ``rho_path`` (runs, P) — ρ at each;
+        ``stop`` (runs,) — where the loop stops; ``c_low``, ``c_high``, ``pos``,
+        ``neg`` (runs,) — the bounds chosen and the masses there.
+        """
+        pts = self.path()
+        lows = sorted({lo for lo, _ in pts})
+        highs = sorted({hi for _, hi in pts})
+        like = dict(dtype=ratio.dtype, device=ratio.device)
+        lo_idx = torch.tensor([lows.index(lo) for lo, _ in pts], device=ratio.device)
+        hi_idx = torch.tensor([highs.index(hi) for _, hi in pts], device=ratio.device)
+        path_low, path_high = torch.tensor(lows, **like)[lo_idx], torch.tensor(highs, **like)[hi_idx]
+        pos_path = pos_mass_at(ratio, adv, mask, torch.tensor(highs, **like), self.count)[:, hi_idx]
+        neg_path = neg_mass_at(ratio, adv, mask, torch.tensor(lows, **like), self.count)[:, lo_idx]
+        rho_path = balance_of(pos_path, neg_path, self.balance)
+        ok = rho_path >= self.rho0                                   # (runs, P)
+        first_ok = torch.argmax(ok.to(torch.int32), dim=1)           # first True (0 if none)
+        stop = torch.where(ok.any(1), first_ok, torch.full_like(first_ok, len(pts) - 1))
+        pick = lambda t: t.gather(1, stop[:, None])[:, 0]
+        return dict(path_low=path_low, path_high=path_high, rho_path=rho_path, stop=stop,
+                    c_low=path_low[stop], c_high=path_high[stop], pos=pick(pos_path), neg=pick(neg_path))
+
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
+        s = self.search(ratio, adv, mask)
+        rho = s["rho_path"].gather(1, s["stop"][:, None])[:, 0]
+        extra = dict(rho_before=s["rho_path"][:, 0], search_steps=s["stop"].to(ratio.dtype),
+                     rho_target=torch.full_like(rho, self.rho0), rho_reached=(rho >= self.rho0).to(ratio.dtype))
+        return Bounds(s["c_low"], s["c_high"], s["pos"], s["neg"], rho, extra)

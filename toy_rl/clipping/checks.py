@@ -1,0 +1,61 @@
+"""Input checks for :func:`toy_rl.clipping.policy_loss`: clear errors, never a silent wrong answer."""
+from __future__ import annotations
+
+import torch
+
+AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+
+
+def _need_tensor(name: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
+
+
+def check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip, runs: bool = False) -> torch.Tensor:
+    """Validate shapes, dtypes and values; return advantages broadcast to logp's shape.
+
+    ``runs=False``: tensors are (batch, tokens). ``runs=True``: (runs, batch, tokens),
+    independent updates side by side (e.g. one per seed).
+
+    All value checks (NaN/inf, mask 0/1 and not all zero) are gathered into one
+    tensor and read with a single host–device transfer.
+    """
+    for name, x in (("logp", logp), ("old_logp", old_logp), ("advantages", advantages), ("mask", mask)):
+        _need_tensor(name, x)
+    layout = "(runs, batch, tokens)" if runs else "(batch, tokens)"
+    if logp.dim() != (3 if runs else 2):
+        hint = "" if runs else " (for several independent runs at once use policy_loss_runs)"
+        raise ValueError(f"logp must be shaped {layout}; got shape {tuple(logp.shape)}{hint}")
+    shape = logp.shape
+    for name, x in (("old_logp", old_logp), ("mask", mask)):
+        if x.shape != shape:
+            raise ValueError(f"{name} has shape {tuple(x.shape)} but logp has {tuple(shape)}")
+    for name, x in (("logp", logp), ("old_logp", old_logp), ("advantages", advantages)):
+        if not x.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor; got {x.dtype}")
+    per_seq = shape[:-1]
+    if advantages.shape in (per_seq, per_seq + (1,)):
+        advantages = advantages.reshape(per_seq + (1,)).expand(shape)
+    elif advantages.shape != shape:
+        raise ValueError(f"advantages must be shaped {layout} = {tuple(shape)}, or one per sequence "
+                         f"{tuple(per_seq)}; got {tuple(advantages.shape)}")
+    devices = {x.device for x in (logp, old_logp, advantages, mask)}
+    if len(devices) > 1:
+        raise ValueError(f"logp, old_logp, advantages and mask must be on one device; got {sorted(map(str, devices))}")
+    if agg not in AGGREGATIONS:
+        raise ValueError(f"agg must be one of {AGGREGATIONS}; got {agg!r}")
+    if dual_clip is not None and not (isinstance(dual_clip, (int, float)) and dual_clip > 1):
+        raise ValueError(f"dual_clip must be None or a number > 1 (verl uses 3.0); got {dual_clip!r}")
+
+    with torch.no_grad():
+        m = mask.to(torch.float32)
+        bad = torch.stack([
+            ~torch.isfinite(logp).all(), ~torch.isfinite(old_logp).all(), ~torch.isfinite(advantages).all(),
+            ~((m == 0) | (m == 1)).all(), (m.reshape(shape[0], -1).sum(1) == 0).any() if runs else m.sum() == 0,
+        ]).tolist()
+    messages = ("logp contains NaN or inf", "old_logp contains NaN or inf", "advantages contain NaN or inf",
+                "mask must hold only 0 and 1 (or booleans)", "mask is all zero" + (" in at least one run" if runs else "") + ": no token to train on")
+    for flag, msg in zip(bad, messages):
+        if flag:
+            raise ValueError(msg)
+    return advantages

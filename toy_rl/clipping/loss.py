@@ -1,0 +1,130 @@
+"""The clipped policy-gradient loss shared by every rung (bapo_facts.md, "Objective").
+
+Per token, with r = exp(clamp(logp − old_logp, ±20)) and bounds from the rule:
+
+    surrogate = min(r·A, clip(r, c_low, c_high)·A)            (PPO; BAPO Eq. 3)
+    dual-clip (A < 0 only): max(surrogate, c·A)                (Ye et al. 2020; verl clip_ratio_c)
+
+``loss`` is the negative aggregated surrogate, to minimise.
+
+Clip fractions are sign-aware, as TRL counts them: ``clip_frac_low`` is the
+share of tokens with r < c_low and A < 0, ``clip_frac_high`` those with
+r > c_high and A > 0 — exactly the tokens that lose their gradient.
+(verl's ``pg_clipfrac_lower`` means the dual-clip instead: here that is
+``dual_clip_frac``. CleanRL's ``clipfrac`` ignores the sign.)
+"""
+from __future__ import annotations
+
+import torch
+
+from .checks import check_loss_inputs
+
+LOG_RATIO_CLAMP = 20.0   # as the authors' code and verl do
+
+
+def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tensor:
+    """Average per-token values over the mask, one number per run: (runs, batch, tokens) -> (runs,).
+
+    "token-mean": every token weighs the same (DAPO, verl default).
+    "seq-mean-token-mean": mean over each sequence, then over sequences (original GRPO);
+        sequences with no token are left out.
+    "seq-mean-token-sum-norm": token sum divided by batch × max length (Dr. GRPO).
+    """
+    if agg == "token-mean":
+        return (values * mask).sum((1, 2)) / mask.sum((1, 2))
+    if agg == "seq-mean-token-mean":
+        n = mask.sum(2)
+        has = (n > 0).to(values.dtype)
+        return ((values * mask).sum(2) / n.clamp(min=1) * has).sum(1) / has.sum(1)
+    return (values * mask).sum((1, 2)) / mask[0].numel()
+
+
+def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                rule, agg: str = "token-mean", dual_clip: float | None = None):
+    """Clipped surrogate loss for one update, with the bounds chosen by ``rule``.
+
+    Args:
+        logp: (batch, tokens) log-probs of the sampled tokens under the policy being trained.
+        old_logp: (batch, tokens) log-probs recorded by the behaviour policy at sampling time.
+        advantages: (batch, tokens), or (batch,) / (batch, 1) per sequence (broadcast).
+        mask: (batch, tokens), 1 (or True) where a token is trained on.
+        rule: ``Symmetric()``, ``ClipHigher()`` or ``BAPO()`` (anything with ``.bounds``).
+        agg: "token-mean", "seq-mean-token-mean" or "seq-mean-token-sum-norm" (see :func:`aggregate`).
+        dual_clip: c > 1 to cap the loss of A < 0 tokens at c·|A| (None: off).
+
+    Returns:
+        (loss, stats): a scalar tensor to minimise, and a dict of floats (read in
+        one host transfer): ``c_low``, ``c_high``, ``rho``, ``pos_mass``,
+        ``neg_mass``, ``clip_frac_low``, ``clip_frac_high``, ... (see README).
+
+    float16/bfloat16 inputs are computed in float32; gradients flow back to them.
+    """
+    adv = check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip)
+    loss, stats = _loss_and_stats(logp[None], old_logp[None], adv[None], mask[None], rule, agg, dual_clip)
+    values = torch.stack(list(stats.values()))[:, 0].to(torch.float64).tolist()
+    return loss[0], dict(zip(stats, values))
+
+
+def policy_loss_runs(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                     rule, agg: str = "token-mean", dual_clip: float | None = None):
+    """:func:`policy_loss` for independent runs side by side, e.g. one per seed.
+
+    Tensors are (runs, batch, tokens) (advantages may be (runs, batch)); each run
+    gets its own bounds (BAPO searches each run separately). Returns
+    ``(loss, stats)``: ``loss`` is (runs,) — call ``loss.sum().backward()`` to
+    give each run its own gradient — and ``stats`` a dict of (runs,) tensors,
+    left on the device (no host transfer at all).
+    """
+    adv = check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip, runs=True)
+    return _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip)
+
+
+def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
+    """The surrogate on checked (runs, batch, tokens) inputs."""
+    dtype = torch.promote_types(logp.dtype, torch.float32)
+    logp_, old, adv = logp.to(dtype), old_logp.to(dtype), adv.to(dtype)
+    m = mask.to(dtype)
+    runs = logp.shape[0]
+
+    log_ratio = torch.clamp(logp_ - old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    ratio = torch.exp(log_ratio)
+    with torch.no_grad():
+        b = rule.bounds(ratio.detach().reshape(runs, -1), adv.reshape(runs, -1), m.reshape(runs, -1))
+
+    lo, hi = b.c_low[:, None, None], b.c_high[:, None, None]
+    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, lo, hi) * adv)
+    if dual_clip is not None:
+        surrogate = torch.where(adv < 0, torch.maximum(surrogate, dual_clip * adv), surrogate)
+    loss = -aggregate(surrogate, m, agg)
+
+    with torch.no_grad():
+        stats = _stats(ratio.detach(), log_ratio.detach(), adv, m, lo, hi, b, dual_clip)
+        stats["loss"] = loss.detach()
+    return loss, stats
+
+
+def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:
+    """Diagnostics named as in DESIGN.md, one (runs,) tensor each."""
+    n = m.sum((1, 2))
+    frac = lambda cond: (cond.to(m.dtype) * m).sum((1, 2)) / n
+    big = torch.finfo(ratio.dtype).max
+    stats = {
+        "c_low": b.c_low, "c_high": b.c_high,
+        "rho": b.rho, "pos_mass": b.pos, "neg_mass": b.neg,
+        "pos_neg_ratio": torch.where(b.neg > 0, b.pos / b.neg.clamp(min=1e-30), torch.full_like(b.neg, float("inf"))),
+        "clip_frac_low": frac((ratio < lo) & (adv < 0)),
+        "clip_frac_high": frac((ratio > hi) & (adv > 0)),
+        "dual_clip_frac": frac((ratio > dual_clip) & (adv < 0)) if dual_clip is not None else torch.zeros_like(n),
+        "neg_adv_frac": frac(adv < 0),
+        "pos_adv_frac": frac(adv > 0),
+        "ratio_mean": (ratio * m).sum((1, 2)) / n,
+        "ratio_min": torch.where(m > 0, ratio, torch.full_like(ratio, big)).amin((1, 2)),
+        "ratio_max": torch.where(m > 0, ratio, torch.full_like(ratio, -big)).amax((1, 2)),
+        "approx_kl": ((ratio - 1 - log_ratio) * m).sum((1, 2)) / n,     # k3 estimator of KL(behaviour ‖ policy)
+        "n_tokens": n,
+        "rho_before": b.extra.get("rho_before", b.rho),
+        "search_steps": b.extra.get("search_steps", torch.zeros_like(n)),
+    }
+    stats.update({k: b.extra[k] for k in ("rho_target", "rho_reached") if k in b.extra})
+    stats["clip_frac"] = stats["clip_frac_low"] + stats["clip_frac_high"]
+    return stats

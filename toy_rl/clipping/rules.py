@@ -1,0 +1,98 @@
+"""The fixed clipping rules: symmetric PPO/GRPO clipping and DAPO's clip-higher.
+
+Every rule hands :func:`toy_rl.clipping.policy_loss` a pair of *ratio bounds*
+[c_low, c_high] for the surrogate min(r·A, clip(r, c_low, c_high)·A)
+(bapo_facts.md, "Objective"). The user-facing names of the fixed rules are
+epsilons, as in TRL (``epsilon``, ``epsilon_high``) and verl
+(``clip_ratio_low/high``): c_low = 1 − eps_low, c_high = 1 + eps_high.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import torch
+
+from .balance import balance_of, masses
+
+
+class Bounds(NamedTuple):
+    """What a rule decided for each run's update: tensors shaped (runs,), still on the device.
+
+    ``pos``/``neg``/``rho`` are the loss masses and the balance at the chosen
+    bounds, measured the way the rule's ``count``/``balance`` say
+    (see :mod:`toy_rl.clipping.balance`). ``extra`` holds rule-specific numbers
+    (BAPO: ρ before the search, search steps, target, whether it was reached).
+    """
+    c_low: torch.Tensor
+    c_high: torch.Tensor
+    pos: torch.Tensor
+    neg: torch.Tensor
+    rho: torch.Tensor
+    extra: dict
+
+
+def _check_epsilon(name: str, value: float, upper: float | None = None) -> None:
+    if not (isinstance(value, (int, float)) and value > 0 and (upper is None or value < upper)):
+        side = f"in (0, {upper})" if upper is not None else "> 0"
+        raise ValueError(f"{name} must be a number {side} (bounds are 1 - eps_low < 1 < 1 + eps_high); got {value!r}")
+
+
+@dataclass(frozen=True)
+class FixedRule:
+    """Clip to the fixed ratio bounds [1 − eps_low, 1 + eps_high].
+
+    ρ is reported (not steered) over gradient-carrying tokens as a share,
+    the same reading as BAPO's default, so the three rules are comparable.
+    """
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    count: str = field(default="grad", repr=False)
+    balance: str = field(default="share", repr=False)
+
+    def __post_init__(self):
+        _check_epsilon("eps_low", self.eps_low, upper=1.0)
+        _check_epsilon("eps_high", self.eps_high)
+
+    @property
+    def c_low(self) -> float:
+        return 1.0 - self.eps_low
+
+    @property
+    def c_high(self) -> float:
+        return 1.0 + self.eps_high
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__.lower()
+
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
+        pos, neg = masses(ratio, adv, mask, self.c_low, self.c_high, self.count)
+        return Bounds(torch.full_like(pos, self.c_low), torch.full_like(pos, self.c_high),
+                      pos, neg, balance_of(pos, neg, self.balance), {})
+
+
+class Symmetric(FixedRule):
+    """PPO/GRPO clipping: [1 − eps, 1 + eps], eps = 0.2 by default."""
+
+    def __init__(self, eps: float = 0.2):
+        _check_epsilon("eps", eps, upper=1.0)
+        super().__init__(eps_low=eps, eps_high=eps)
+
+    def __repr__(self):
+        return f"Symmetric(eps={self.eps_low})"
+
+
+class ClipHigher(FixedRule):
+    """DAPO's clip-higher: [1 − eps_low, 1 + eps_high], defaults 0.2 and 0.28 (DAPO §3.1)."""
+
+    def __init__(self, eps_low: float = 0.2, eps_high: float = 0.28):
+        super().__init__(eps_low=eps_low, eps_high=eps_high)
+
+    @property
+    def name(self) -> str:
+        return "clip-higher"
+
+    def __repr__(self):
+        return f"ClipHigher(eps_low={self.eps_low}, eps_high={self.eps_high})"
