@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 import torch
 
+from .advantages import group_advantages
+
 
 class Batch(NamedTuple):
     logp: torch.Tensor        # (batch, tokens) current policy
@@ -40,8 +42,7 @@ def stale_batch(n_prompts: int = 16, group_size: int = 8, max_tokens: int = 64, 
     g = torch.Generator().manual_seed(seed)
     n = n_prompts * group_size
     rewards = (torch.rand(n, generator=g) < accuracy).to(torch.float64)
-    grouped = rewards.view(n_prompts, group_size)
-    adv = (grouped - grouped.mean(1, keepdim=True)) / (grouped.std(1, keepdim=True) + 1e-6)
+    adv = group_advantages(rewards.view(n_prompts, group_size))
 
     # correct answers fill 30-60% of the budget, failed ones 50-100%
     frac = torch.where(rewards > 0, 0.3 + 0.3 * torch.rand(n, generator=g), 0.5 + 0.5 * torch.rand(n, generator=g))

@@ -1,0 +1,116 @@
+"""Rollouts: groups of answers being written, and the training batch made from finished groups.
+
+Every token keeps the log-prob it had under the policy that sampled it and that
+policy's version (the number of updates it had seen). The ratio in the loss
+always uses these recorded behaviour log-probs (DESIGN.md, "Off-policy
+scenarios"). With a per-step token budget (partial rollout), an answer that is
+not finished stays in the pool and the next step resumes it under a newer
+policy, so one answer can mix policy versions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import torch
+
+from ..advantages import group_advantages
+
+
+@dataclass
+class Answer:
+    """One answer in progress."""
+    prompt_ids: list
+    tokens: list = field(default_factory=list)
+    logp: list = field(default_factory=list)        # behaviour log-prob of each token
+    version: list = field(default_factory=list)     # policy version that sampled each token
+    finished: bool = False
+
+
+@dataclass
+class Group:
+    """The G answers to one prompt (a GRPO group)."""
+    problem: object
+    answers: list
+
+    @property
+    def finished(self) -> bool:
+        return all(a.finished for a in self.answers)
+
+
+class Batch(NamedTuple):
+    """Finished groups laid out for one update: prompts left-padded, answers right-padded."""
+    input_ids: torch.Tensor       # (B, P + N)
+    attention_mask: torch.Tensor  # (B, P + N)
+    start: int                    # P: answers start here
+    response_mask: torch.Tensor   # (B, N)
+    old_logp: torch.Tensor        # (B, N) behaviour log-probs
+    version: torch.Tensor         # (B, N) policy version of each token
+    rewards: torch.Tensor         # (B,)
+    advantages: torch.Tensor      # (B,)
+    groups: list
+
+
+class RolloutPool:
+    """Groups in progress. ``generate`` writes at most ``budget`` tokens per unfinished answer."""
+
+    def __init__(self, group_size: int, max_new_tokens: int, budget: int | None = None):
+        if group_size < 2:
+            raise ValueError(f"group_size must be >= 2 (GRPO compares answers within a group); got {group_size}")
+        if budget is not None and budget < 1:
+            raise ValueError(f"partial-rollout budget must be >= 1 token per step; got {budget}")
+        self.group_size, self.max_new_tokens = group_size, max_new_tokens
+        self.budget = budget or max_new_tokens
+        self.groups: list[Group] = []
+
+    def add(self, problems, encode) -> None:
+        for prob in problems:
+            ids = encode(prob.prompt)
+            self.groups.append(Group(prob, [Answer(list(ids)) for _ in range(self.group_size)]))
+
+    def generate(self, policy, version: int, temperature: float = 1.0, generator=None) -> int:
+        """Extend every unfinished answer by up to ``budget`` tokens under ``policy``; returns tokens written."""
+        todo = [a for g in self.groups for a in g.answers if not a.finished]
+        if not todo:
+            return 0
+        room = [self.max_new_tokens - len(a.tokens) for a in todo]
+        n_new = min(self.budget, max(room))
+        samples = policy.sample([a.prompt_ids + a.tokens for a in todo], n_new, temperature, generator)
+        written = 0
+        for a, left, (toks, lps, done) in zip(todo, room, samples):
+            toks, lps = toks[:left], lps[:left]
+            a.tokens += toks
+            a.logp += lps
+            a.version += [version] * len(toks)
+            a.finished = done or len(a.tokens) >= self.max_new_tokens
+            written += len(toks)
+        return written
+
+    def pop_finished(self) -> list[Group]:
+        done = [g for g in self.groups if g.finished]
+        self.groups = [g for g in self.groups if not g.finished]
+        return done
+
+
+def make_batch(groups: list[Group], reward_fn, decode, pad_id: int, scale_advantages: bool = True) -> Batch:
+    """Score finished groups and lay them out as tensors (GRPO advantages per answer)."""
+    answers = [a for g in groups for a in g.answers]
+    rewards = torch.tensor([[reward_fn(g.problem, decode(a.tokens)) for a in g.answers] for g in groups],
+                           dtype=torch.float32)
+    adv = group_advantages(rewards, scale=scale_advantages).reshape(-1)
+    P = max(len(a.prompt_ids) for a in answers)
+    N = max(max(len(a.tokens) for a in answers), 1)
+    B = len(answers)
+    ids = torch.full((B, P + N), pad_id, dtype=torch.long)
+    attn = torch.zeros(B, P + N, dtype=torch.long)
+    old_logp = torch.zeros(B, N)
+    version = torch.zeros(B, N, dtype=torch.long)
+    for i, a in enumerate(answers):
+        p, n = len(a.prompt_ids), len(a.tokens)
+        ids[i, P - p:P] = torch.tensor(a.prompt_ids)
+        attn[i, P - p:P + n] = 1
+        if n:
+            ids[i, P:P + n] = torch.tensor(a.tokens)
+            old_logp[i, :n] = torch.tensor(a.logp)
+            version[i, :n] = torch.tensor(a.version)
+    return Batch(ids, attn, P, attn[:, P:].float(), old_logp, version, rewards.reshape(-1), adv, groups)
