@@ -10,9 +10,13 @@ ratio bounds. The paper, its text and the authors' code read ρ differently
            the authors' ``_compute_effective_advantage``. Raising c_low can
            only *add* negative mass here.
     "grad" only tokens that still carry gradient under the clipped
-           surrogate: positives with r < c_high weigh A·r, negatives with
-           r > c_low weigh |A|·r. This is the paper's stated intent (raising
+           surrogate: positives with r ≤ c_high weigh A·r, negatives with
+           r ≥ c_low weigh |A|·r. This is the paper's stated intent (raising
            c_low "filters" low-probability negatives out of the update).
+           A token exactly at a bound keeps its gradient (torch's clamp
+           passes it; the clip fractions count only r < c_low, r > c_high),
+           so it counts here too: on-policy (r ≡ 1) with a range starting
+           at 1, every token still counts.
 
 ``balance`` — how the masses become one number
     "share"    ρ = pos / (pos + neg)      (paper text, target ρ0 = 0.4)
@@ -32,8 +36,10 @@ COUNTS = ("all", "grad")
 BALANCES = ("share", "pos_neg")
 
 
-def _binned_cumsum(bins: torch.Tensor, weights: torch.Tensor, n_bins: int) -> torch.Tensor:
-    """Per run (row), sum ``weights`` into bins by index, then cumulate: out[r, j] = Σ_{bins <= j}.
+def _binned_cumsum(bins: torch.Tensor, weights: torch.Tensor, n_bins: int, above: bool = False) -> torch.Tensor:
+    """Per run (row), sum ``weights`` into bins by index, then cumulate: out[r, j] = Σ_{bins <= j},
+    or with ``above`` Σ_{bins > j}, summed from the top (not total − Σ_{bins <= j}, whose rounding
+    leaves ±1e-16 where the mass is exactly 0, e.g. every negative clipped).
 
     ``bins``/``weights`` are (runs, tokens); returns (runs, n_bins - 1). scatter_add: no sync on CUDA.
     """
@@ -41,6 +47,8 @@ def _binned_cumsum(bins: torch.Tensor, weights: torch.Tensor, n_bins: int) -> to
     offset = torch.arange(runs, device=bins.device)[:, None] * n_bins
     out = torch.zeros(runs * n_bins, dtype=weights.dtype, device=weights.device)
     out.scatter_add_(0, (bins + offset).reshape(-1), weights.reshape(-1))
+    if above:
+        return torch.cumsum(out.view(runs, n_bins).flip(1), 1).flip(1)[:, 1:]
     return torch.cumsum(out.view(runs, n_bins), 1)[:, :-1]
 
 
@@ -52,27 +60,24 @@ def pos_mass_at(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
     update, e.g. one seed) gets its own masses. Returns (runs, len(highs)).
     """
     a = torch.clamp(adv, min=0) * mask                   # only A > 0 counts
-    idx = torch.bucketize(ratio, highs, right=True)      # #{h <= r}; r < highs[j] iff idx <= j
+    idx = torch.bucketize(ratio, highs, right=False)     # #{h < r}; r <= highs[j] iff idx <= j
     m = highs.numel()
-    below_ra = _binned_cumsum(idx, a * ratio, m + 1)      # Σ_{r<h} A·r
+    below_ra = _binned_cumsum(idx, a * ratio, m + 1)      # Σ_{r<=h} A·r
     if count == "grad":
         return below_ra
-    below_a = _binned_cumsum(idx, a, m + 1)
-    return below_ra + highs * (a.sum(1, keepdim=True) - below_a)     # + h·Σ_{r>=h} A
+    return below_ra + highs * _binned_cumsum(idx, a, m + 1, above=True)     # + h·Σ_{r>h} A
 
 
 def neg_mass_at(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
                 lows: torch.Tensor, count: str) -> torch.Tensor:
     """Negative mass (a positive number) for every candidate lower bound in ``lows``; (runs, len(lows))."""
     a = torch.clamp(-adv, min=0) * mask                  # |A| for A < 0
-    idx = torch.bucketize(ratio, lows, right=False)      # #{l < r}; r <= lows[j] iff idx <= j
+    idx = torch.bucketize(ratio, lows, right=True)       # #{l <= r}; r < lows[j] iff idx <= j
     m = lows.numel()
-    upto_ra = _binned_cumsum(idx, a * ratio, m + 1)       # Σ_{r<=l} |A|·r
-    above_ra = (a * ratio).sum(1, keepdim=True) - upto_ra                         # Σ_{r>l} |A|·r
+    above_ra = _binned_cumsum(idx, a * ratio, m + 1, above=True)    # Σ_{r>=l} |A|·r
     if count == "grad":
         return above_ra
-    upto_a = _binned_cumsum(idx, a, m + 1)
-    return above_ra + lows * upto_a                      # + l·Σ_{r<=l} |A|
+    return above_ra + lows * _binned_cumsum(idx, a, m + 1)          # + l·Σ_{r<l} |A|
 
 
 def balance_of(pos: torch.Tensor, neg: torch.Tensor, balance: str) -> torch.Tensor:

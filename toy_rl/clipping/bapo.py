@@ -74,13 +74,15 @@ class BAPO:
         for arg, allowed in (("order", ORDERS), ("count", COUNTS), ("balance", BALANCES)):
             if getattr(self, arg) not in allowed:
                 raise ValueError(f"{arg} must be one of {allowed}; got {getattr(self, arg)!r}")
+        if not isinstance(self.rho0, (int, float)):
+            raise ValueError(f"rho0 must be a number; got {self.rho0!r}")
         if self.balance == "share" and not 0 < self.rho0 < 1:
             raise ValueError(f"rho0 must lie in (0, 1) when balance='share' (it is a share of the loss); got {self.rho0!r}")
         if self.balance == "pos_neg" and not (self.rho0 > 0 and math.isfinite(self.rho0)):
             raise ValueError(f"rho0 must be a finite number > 0 when balance='pos_neg'; got {self.rho0!r}")
         for arg in ("low_range", "high_range"):
             rng = getattr(self, arg)
-            if len(rng) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in rng):
+            if not isinstance(rng, (tuple, list)) or len(rng) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in rng):
                 raise ValueError(f"{arg} must be a pair of finite numbers (start, max); got {rng!r}")
             if rng[0] > rng[1]:
                 raise ValueError(f"{arg} is in the wrong order: start {rng[0]} > max {rng[1]}")

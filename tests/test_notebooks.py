@@ -1,0 +1,66 @@
+"""Every notebooks/*.ipynb runs top to bottom in smoke mode, and keeps the conventions the runner relies on."""
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from toy_rl.notebook_runner import NotebookError, parameters_index, run_notebook, with_smoke
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+ids = [p.name for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_notebook_runs_in_smoke_mode(path):
+    nb = run_notebook(path, smoke=True, timeout=600)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_parameters_cell_defines_smoke(path):
+    nb = nbformat.read(path, as_version=4)
+    cell = nb.cells[parameters_index(nb)]
+    assert cell.cell_type == "code"
+    assert re.search(r"^SMOKE\s*=\s*False\b", cell.source, re.M), "the parameters cell must set SMOKE = False"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_saved_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"clear the outputs of cells {dirty} before saving"
+
+
+def _write(tmp_path, *cells, tag_first=True):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(src) for src in cells])
+    if tag_first:
+        nb.cells[0].metadata["tags"] = ["parameters"]
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_runner_injects_smoke_after_parameters_and_runs_in_the_notebook_folder(tmp_path):
+    (tmp_path / "here.txt").write_text("found")
+    path = _write(tmp_path, "SMOKE = False", "assert SMOKE is True\nprint(open('here.txt').read())")
+    nb = run_notebook(path, smoke=True)
+    assert nb.cells[1].source.startswith("SMOKE = True")
+    assert nb.cells[2].outputs[0]["text"].strip() == "found"
+    with pytest.raises(NotebookError, match="AssertionError"):
+        run_notebook(path, smoke=False)
+
+
+def test_runner_reports_the_failing_cell(tmp_path):
+    path = _write(tmp_path, "SMOKE = False", "x = 1", "raise ValueError('boom in cell 3')")
+    with pytest.raises(NotebookError, match="boom in cell 3"):
+        run_notebook(path)
+
+
+def test_runner_needs_a_parameters_cell(tmp_path):
+    path = _write(tmp_path, "SMOKE = False", tag_first=False)
+    with pytest.raises(NotebookError, match="parameters"):
+        run_notebook(path)
+    with pytest.raises(NotebookError, match="parameters"):
+        with_smoke(nbformat.read(path, as_version=4))

@@ -1,0 +1,76 @@
+"""Execute a notebook headless, as CI and ``tests/test_notebooks.py`` do.
+
+    from toy_rl.notebook_runner import run_notebook
+    nb = run_notebook("notebooks/00_clipping.ipynb", smoke=True)
+
+Smoke mode follows papermill's convention: a cell ``SMOKE = True`` is inserted
+right after the cell tagged "parameters", so the notebook can shrink its sizes.
+The kernel is this interpreter's own ipykernel (``sys.executable``), whatever
+kernelspecs happen to be installed elsewhere: notebooks run in the venv that
+runs the tests.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+SMOKE_SOURCE = "SMOKE = True  # inserted by toy_rl.notebook_runner (smoke mode)"
+
+
+class NotebookError(RuntimeError):
+    """A notebook could not be run: no parameters cell, or a cell raised (the message holds its error)."""
+
+
+def parameters_index(nb) -> int:
+    """Index of the cell tagged "parameters"; NotebookError if there is none (or more than one)."""
+    hits = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(hits) != 1:
+        raise NotebookError(f"expected exactly one cell tagged 'parameters' (papermill convention); found {len(hits)}")
+    return hits[0]
+
+
+def with_smoke(nb):
+    """A copy of ``nb`` with ``SMOKE = True`` inserted right after its parameters cell."""
+    nb = nbformat.from_dict(nb)
+    cell = nbformat.v4.new_code_cell(SMOKE_SOURCE, metadata={"tags": ["injected-parameters"]})
+    nb.cells.insert(parameters_index(nb) + 1, cell)
+    return nb
+
+
+def this_python_kernel() -> KernelManager:
+    """A kernel manager for ipykernel in *this* interpreter: jupyter_client's built-in "python3" spec
+    launches ``sys.executable`` when no kernel directory is searched (no kernelspec install needed)."""
+    return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+
+
+def run_notebook(path, smoke: bool = True, timeout: int = 600):
+    """Execute the notebook at ``path`` top to bottom, in its own folder; return the executed notebook.
+
+    ``smoke``: insert ``SMOKE = True`` after the "parameters" cell (which must exist).
+    ``timeout``: seconds allowed per cell. Raises NotebookError naming the failing cell and its error.
+    """
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    if smoke:
+        nb = with_smoke(nb)
+    client = NotebookClient(nb, km=this_python_kernel(), timeout=timeout,
+                            resources={"metadata": {"path": str(path.parent.resolve())}})
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        message = re.sub(r"\x1b\[[0-9;]*m", "", str(err))          # drop the traceback's colour codes
+        raise NotebookError(f"{path.name} failed (smoke={smoke}):\n{message}") from None
+    return nb
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:] or sorted(Path("notebooks").glob("*.ipynb")):
+        run_notebook(arg, smoke=True)
+        print(f"ok  {arg}")
