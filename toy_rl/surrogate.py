@@ -22,8 +22,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .clipping import ClipHigher, policy_loss
-from .clipping.loss import LOG_RATIO_CLAMP
+from .clipping import ClipHigher, policy_loss, token_ratio
 
 
 # --- the maths ------------------------------------------------------------------------------------
@@ -182,7 +181,7 @@ def slider_callback(batch=None, r_range=(0.0, 3.0)):
 def batch_tokens(batch):
     """(ratio, advantage, mask) of a batch, flattened to (1, tokens) as ``BAPO.search`` takes them;
     r = exp(clamp(logp − old_logp, ±20)) as in ``policy_loss``."""
-    ratio = torch.exp(torch.clamp(batch.logp - batch.old_logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+    ratio = token_ratio(batch.logp, batch.old_logp)
     adv = batch.advantages.reshape(batch.mask.shape[0], -1).expand_as(batch.mask)
     return ratio.reshape(1, -1), adv.reshape(1, -1), batch.mask.reshape(1, -1)
 

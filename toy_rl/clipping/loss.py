@@ -22,6 +22,16 @@ from .checks import check_loss_inputs
 LOG_RATIO_CLAMP = 20.0   # as the authors' code and verl do
 
 
+def clamped_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """log r = logp − old_logp, clamped to ±20 so that exp(log r) stays finite."""
+    return torch.clamp(logp - old_logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+
+
+def token_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """r = π_θ / π_behaviour per token, from log-probs (log-ratio clamped to ±20)."""
+    return torch.exp(clamped_log_ratio(logp, old_logp))
+
+
 def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tensor:
     """Average per-token values over the mask, one number per run: (runs, batch, tokens) -> (runs,).
 
@@ -86,7 +96,7 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
     m = mask.to(dtype)
     runs = logp.shape[0]
 
-    log_ratio = torch.clamp(logp_ - old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    log_ratio = clamped_log_ratio(logp_, old)
     ratio = torch.exp(log_ratio)
     with torch.no_grad():
         b = rule.bounds(ratio.detach().reshape(runs, -1), adv.reshape(runs, -1), m.reshape(runs, -1))
