@@ -12,9 +12,9 @@ from pathlib import Path
 
 
 def _clean(value):
-    """JSON has no NaN/inf: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    """JSON has no NaN/inf: write them as null. Floats keep 7 significant digits (float32 precision)."""
+    if isinstance(value, float):
+        return float(f"{value:.7g}") if math.isfinite(value) else None
     return value
 
 

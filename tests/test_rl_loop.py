@@ -1,0 +1,86 @@
+"""The shared RL loop on a small random GPT: staleness sources, metrics, checkpoint and resume."""
+import json
+
+import pytest
+import torch
+
+from toy_rl.model.gpt import GPT, ModelConfig
+from toy_rl.rl.loop import RLConfig, train
+from toy_rl.rl.sources import BatchSource
+from toy_rl.rl.tiny_policy import TinyPolicy
+from toy_rl.tasks import get_task
+
+TASK = get_task("add")
+SMALL = ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32)
+
+
+def _policy(seed=0):
+    torch.manual_seed(seed)
+    return TinyPolicy(GPT(SMALL))
+
+
+def _cfg(**kw):
+    base = dict(steps=6, prompts=3, group_size=4, max_new_tokens=TASK.max_answer_chars + 1, eval_every=3,
+                eval_size=8, checkpoint_every=2, lr=1e-3)
+    return RLConfig(**{**base, **kw})
+
+
+def _strip(records):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(staleness=2), dict(staleness=2, mode="lag"), dict(partial=2)],
+                         ids=["on-policy", "reuse", "lag", "partial"])
+def test_interrupted_run_resumes_to_the_same_metrics(tmp_path, kw, monkeypatch):
+    full = train(_cfg(**kw), _policy(), TASK, tmp_path / "full", progress=False)
+
+    calls = {"n": 0}
+    real_next = BatchSource.next
+
+    def crash_on_fifth(self, version):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return real_next(self, version)
+
+    monkeypatch.setattr(BatchSource, "next", crash_on_fifth)
+    with pytest.raises(KeyboardInterrupt):
+        train(_cfg(**kw), _policy(), TASK, tmp_path / "cut", progress=False)
+    logged = [json.loads(l) for l in (tmp_path / "cut" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in logged] == [0, 1, 2, 3]           # nothing lost before the crash
+    monkeypatch.setattr(BatchSource, "next", real_next)
+    resumed = train(_cfg(**kw), _policy(seed=1), TASK, tmp_path / "cut", progress=False)
+    assert _strip(resumed) == _strip(full)
+
+
+def test_staleness_shows_in_the_metrics(tmp_path):
+    reuse = train(_cfg(staleness=2, eval_every=0), _policy(), TASK, tmp_path / "r", progress=False)
+    assert [r["staleness_mean"] for r in reuse[:6]] == [0, 1, 2, 0, 1, 2]
+    lag = train(_cfg(staleness=2, mode="lag", eval_every=0), _policy(), TASK, tmp_path / "l", progress=False)
+    assert [r["staleness_mean"] for r in lag[:6]] == [0, 1, 2, 2, 2, 2]
+    on = train(_cfg(eval_every=0), _policy(), TASK, tmp_path / "o", progress=False)
+    assert all(r["clip_frac"] == 0 and r["ratio_max"] == pytest.approx(1, abs=1e-4) for r in on[:6])
+
+
+def test_partial_rollout_mixes_policy_versions(tmp_path):
+    recs = train(_cfg(partial=1, steps=8, eval_every=0), _policy(), TASK, tmp_path, progress=False)
+    trained = [r for r in recs[:-1] if "groups" in r]
+    assert trained and all(r["mixed_versions"] > 0 for r in trained)
+    assert any("groups" not in r for r in recs[:-1])              # steps where no group finished
+
+
+def test_resume_refuses_another_config(tmp_path):
+    train(_cfg(steps=2), _policy(), TASK, tmp_path, progress=False)
+    with pytest.raises(ValueError, match="another config"):
+        train(_cfg(steps=2, rule="symmetric"), _policy(), TASK, tmp_path, progress=False)
+
+
+def test_bad_config():
+    with pytest.raises(ValueError, match="rule"):
+        RLConfig(rule="ppo")
+    with pytest.raises(ValueError, match="staleness"):
+        BatchSource(_policy(), TASK, 2, 4, 5, staleness=-1)
+    with pytest.raises(ValueError, match="mode"):
+        BatchSource(_policy(), TASK, 2, 4, 5, mode="async")
+    with pytest.raises(ValueError, match="partial"):
+        RLConfig(partial=0)

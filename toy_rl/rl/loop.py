@@ -1,0 +1,167 @@
+"""The RL loop shared by rungs 2–4: rollout → reward → advantage → staleness → clipped update → metrics.
+
+One update (BAPO Algorithm 1, the inner loop, with any of the three rules):
+
+    batch  = source.next(version)            # groups sampled by some earlier policy
+    logp   = policy.score(batch)             # current log-probs of the same tokens
+    loss   = policy_loss(logp, batch.old_logp, batch.advantages, batch.response_mask, rule)
+    step the optimizer; version += 1
+
+The policy is anything with the small interface described in
+:mod:`toy_rl.rl.policy`. Metrics go to ``metrics.jsonl`` after every update;
+a checkpoint (weights, optimizer, random states, pending rollouts) every
+``checkpoint_every`` updates lets an interrupted run resume where it stopped.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from ..clipping import make_rule, policy_loss
+from .logbook import Logbook
+from .sources import BatchSource
+
+
+@dataclass
+class RLConfig:
+    """Everything that defines a run (saved beside its metrics; a resume must match it)."""
+    rule: str = "bapo"                 # "symmetric", "clip-higher" or "bapo"
+    staleness: int = 0                 # K: reuse a batch for K+1 updates, or sample K updates behind
+    mode: str = "reuse"                # "reuse" or "lag"
+    partial: int | None = None         # token budget per step (partial rollout); None = off
+    steps: int = 100                   # updates
+    prompts: int = 8                   # prompts per update
+    group_size: int = 8                # answers per prompt (G)
+    max_new_tokens: int = 16
+    lr: float = 1e-4
+    temperature: float = 1.0
+    agg: str = "token-mean"
+    dual_clip: float | None = None
+    scale_advantages: bool = True      # GRPO (True) or Dr. GRPO (False)
+    max_grad_norm: float = 1.0
+    eval_every: int = 10               # updates between held-out evaluations (0: never)
+    eval_size: int = 100
+    checkpoint_every: int = 10
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1; got {self.steps}")
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0; got {self.lr}")
+        if self.partial is not None and self.partial < 1:
+            raise ValueError(f"partial (token budget per step) must be >= 1; got {self.partial}")
+        make_rule(self.rule)           # unknown rule -> ValueError
+
+
+def evaluate(policy, task, problems, max_new_tokens: int, batch_size: int = 256) -> float:
+    """Held-out accuracy: mean reward of greedy answers."""
+    total = 0.0
+    for i in range(0, len(problems), batch_size):
+        chunk = problems[i:i + batch_size]
+        outs = policy.sample([policy.encode(p.prompt) for p in chunk], max_new_tokens, 0.0, None)
+        total += sum(task.reward(p, policy.decode(toks)) for p, (toks, _, _) in zip(chunk, outs))
+    return total / max(len(problems), 1)
+
+
+def _update(policy, optimizer, batch, rule, cfg) -> dict:
+    policy.train()
+    logp, entropy = policy.score(batch.input_ids, batch.attention_mask, batch.start, cfg.temperature)
+    dev = logp.device
+    mask = batch.response_mask.to(dev)
+    loss, stats = policy_loss(logp, batch.old_logp.to(dev), batch.advantages.to(dev), mask, rule,
+                              agg=cfg.agg, dual_clip=cfg.dual_clip)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    params = [p for p in policy.trainable_parameters() if p.grad is not None]
+    grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+    optimizer.step()
+    policy.eval()
+    stats["grad_norm"] = float(grad_norm)
+    stats["entropy"] = float((entropy.detach() * mask).sum() / mask.sum())
+    return stats
+
+
+def _batch_metrics(batch, version: int) -> dict:
+    m = batch.response_mask
+    age = (version - batch.version).float()
+    lengths = m.sum(1)
+    correct = batch.rewards > 0.5
+    mean_len = lambda sel: float(lengths[sel].mean()) if sel.any() else None
+    return {"reward_mean": float(batch.rewards.mean()), "groups": len(batch.groups),
+            "staleness_mean": float((age * m).sum() / m.sum()), "staleness_max": float((age * m).max()),
+            "mixed_versions": float(sum(len(set(a.version)) > 1 for g in batch.groups for a in g.answers)
+                                    / m.shape[0]),
+            "len_correct": mean_len(correct), "len_wrong": mean_len(~correct)}
+
+
+def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: bool = True,
+          heldout=None) -> list[dict]:
+    """Run (or resume) RL; returns the metric records. Files in ``out_dir``:
+    ``config.json``, ``metrics.jsonl`` (one line per update), ``checkpoint.pt``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(cfg.seed)
+    rule = make_rule(cfg.rule)
+    source = BatchSource(policy, task, cfg.prompts, cfg.group_size, cfg.max_new_tokens, cfg.staleness,
+                         cfg.mode, cfg.partial, cfg.temperature, cfg.scale_advantages, cfg.seed)
+    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
+    heldout = heldout if heldout is not None else task.heldout(cfg.eval_size)
+    ckpt_path, config_path = out / "checkpoint.pt", out / "config.json"
+
+    start = 0
+    if resume and ckpt_path.exists():
+        start = _load_checkpoint(ckpt_path, config_path, cfg, policy, optimizer, source)
+    config_path.write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+    log = Logbook(out / "metrics.jsonl", resume_after=start - 1 if start else None)
+    policy.eval()
+
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress, desc=f"RL {cfg.rule}")
+    for step in bar:
+        t0 = time.perf_counter()
+        record = {"step": step, "rule": cfg.rule, "staleness": cfg.staleness}
+        if cfg.eval_every and step % cfg.eval_every == 0:
+            record["accuracy"] = evaluate(policy, task, heldout, cfg.max_new_tokens)
+        batch = source.next(step)
+        if batch is not None:
+            record.update(_batch_metrics(batch, step))
+            record.update(_update(policy, optimizer, batch, rule, cfg))
+        record["seconds"] = time.perf_counter() - t0
+        log.write(record)
+        bar.set_postfix({k: f"{record[k]:.3f}" for k in ("reward_mean", "entropy", "c_high") if k in record})
+        if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
+            _save_checkpoint(ckpt_path, step + 1, policy, optimizer, source)
+    final = {"step": cfg.steps, "rule": cfg.rule, "staleness": cfg.staleness, "final": True,
+             "accuracy": evaluate(policy, task, heldout, cfg.max_new_tokens)}
+    records = [r for r in log.read() if not r.get("final")]
+    log.write(final)
+    return records + [final]
+
+
+def _save_checkpoint(path: Path, step: int, policy, optimizer, source) -> None:
+    state = {"step": step, "weights": policy.get_weights(), "optimizer": optimizer.state_dict(),
+             "source": source.state_dict(), "torch_rng": torch.get_rng_state()}
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)                   # never a half-written checkpoint
+
+
+def _load_checkpoint(path: Path, config_path: Path, cfg, policy, optimizer, source) -> int:
+    saved = json.loads(config_path.read_text()) if config_path.exists() else None
+    now = dataclasses.asdict(cfg)
+    diff = {k: (saved.get(k), v) for k, v in now.items() if k != "steps" and saved.get(k) != v} if saved else {}
+    if diff:                            # a longer run (only `steps` changed) may resume
+        raise ValueError(f"{path.parent} holds a run with another config (saved vs now: {diff}); "
+                         "use another out_dir or resume=False")
+    state = torch.load(path, weights_only=False)
+    policy.set_weights(state["weights"])
+    optimizer.load_state_dict(state["optimizer"])
+    source.load_state_dict(state["source"])
+    torch.set_rng_state(state["torch_rng"])
+    return state["step"]
