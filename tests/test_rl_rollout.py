@@ -39,7 +39,7 @@ def test_group_advantages_by_hand():
     std = torch.tensor([1.0, 0, 0, 1]).std().item()          # unbiased, 0.5774
     assert torch.allclose(a[0], torch.tensor([0.5, -0.5, -0.5, 0.5]) / (std + 1e-6))
     assert torch.all(a[1] == 0)                               # all equal: no signal
-    assert torch.allclose(group_advantages(r, scale=False)[0], torch.tensor([0.5, -0.5, -0.5, 0.5]))
+    assert torch.allclose(group_advantages(r, "drgrpo")[0], torch.tensor([0.5, -0.5, -0.5, 0.5]))
     with pytest.raises(ValueError, match="G >= 2"):
         group_advantages(torch.ones(3, 1))
 

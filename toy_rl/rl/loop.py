@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from ..advantages import ADVANTAGES
 from ..clipping import make_rule, policy_loss
 from .logbook import Logbook
 from .sources import BatchSource
@@ -43,7 +44,7 @@ class RLConfig:
     temperature: float = 1.0
     agg: str = "token-mean"
     dual_clip: float | None = None
-    scale_advantages: bool = True      # GRPO (True) or Dr. GRPO (False)
+    advantage: str = "grpo"            # "grpo" or "drgrpo" (no std division)
     max_grad_norm: float = 1.0
     eval_every: int = 10               # updates between held-out evaluations (0: never)
     eval_size: int = 100
@@ -58,6 +59,8 @@ class RLConfig:
         if self.partial is not None and self.partial < 1:
             raise ValueError(f"partial (token budget per step) must be >= 1; got {self.partial}")
         make_rule(self.rule)           # unknown rule -> ValueError
+        if self.advantage not in ADVANTAGES:
+            raise ValueError(f"advantage must be one of {ADVANTAGES}; got {self.advantage!r}")
 
 
 def evaluate(policy, task, problems, max_new_tokens: int, batch_size: int = 256) -> float:
@@ -110,7 +113,7 @@ def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: b
     torch.manual_seed(cfg.seed)
     rule = make_rule(cfg.rule)
     source = BatchSource(policy, task, cfg.prompts, cfg.group_size, cfg.max_new_tokens, cfg.staleness,
-                         cfg.mode, cfg.partial, cfg.temperature, cfg.scale_advantages, cfg.seed)
+                         cfg.mode, cfg.partial, cfg.temperature, cfg.advantage, cfg.seed)
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
     heldout = heldout if heldout is not None else task.heldout(cfg.eval_size)
     ckpt_path, config_path = out / "checkpoint.pt", out / "config.json"

@@ -92,12 +92,12 @@ class RolloutPool:
         return done
 
 
-def make_batch(groups: list[Group], reward_fn, decode, pad_id: int, scale_advantages: bool = True) -> Batch:
+def make_batch(groups: list[Group], reward_fn, decode, pad_id: int, advantage: str = "grpo") -> Batch:
     """Score finished groups and lay them out as tensors (GRPO advantages per answer)."""
     answers = [a for g in groups for a in g.answers]
     rewards = torch.tensor([[reward_fn(g.problem, decode(a.tokens)) for a in g.answers] for g in groups],
                            dtype=torch.float32)
-    adv = group_advantages(rewards, scale=scale_advantages).reshape(-1)
+    adv = group_advantages(rewards, advantage).reshape(-1)
     P = max(len(a.prompt_ids) for a in answers)
     N = max(max(len(a.tokens) for a in answers), 1)
     B = len(answers)

@@ -30,7 +30,7 @@ class BatchSource:
 
     def __init__(self, policy, task, prompts: int, group_size: int, max_new_tokens: int, staleness: int = 0,
                  mode: str = "reuse", budget: int | None = None, temperature: float = 1.0,
-                 scale_advantages: bool = True, seed: int = 0):
+                 advantage: str = "grpo", seed: int = 0):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
         if not isinstance(staleness, int) or staleness < 0:
@@ -41,7 +41,7 @@ class BatchSource:
             raise ValueError(f"prompts per update must be >= 1; got {prompts}")
         self.policy, self.task = policy, task
         self.prompts, self.staleness, self.mode, self.budget = prompts, staleness, mode, budget
-        self.temperature, self.scale = temperature, scale_advantages
+        self.temperature, self.advantage = temperature, advantage
         self.pool = RolloutPool(group_size, max_new_tokens, budget)
         self.rng = random.Random(seed)
         self.generator = torch.Generator(device=policy.device).manual_seed(seed)
@@ -57,7 +57,7 @@ class BatchSource:
 
     def _batch(self, groups):
         p = self.policy
-        return make_batch(groups, self.task.reward, p.decode, p.pad_id, self.scale)
+        return make_batch(groups, self.task.reward, p.decode, p.pad_id, self.advantage)
 
     def _rollout(self, n_prompts: int, version: int):
         self.pool.add(self.task.sample(n_prompts, self.rng), self.policy.encode)

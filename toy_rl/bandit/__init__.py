@@ -1,0 +1,28 @@
+"""Rung 1: a tabular softmax bandit where the Entropy-Clip Rule can be checked exactly.
+
+    from toy_rl.bandit import BanditConfig, simulate, sweep, summary_table, confidence_band, verify
+    run = simulate(BanditConfig(staleness=4), rule="bapo", seeds=range(20))
+    run.curve("entropy")                                 # (seeds, steps)
+    results = sweep(BanditConfig())                      # {(staleness, rule): BanditRun}
+    report = verify(instances=10_000)                    # the Entropy-Clip Rule, checked
+
+Files: policy (softmax, exact entropy), rewards (presets), advantages (GRPO, Dr. GRPO),
+rng (per-seed random streams), update (the step through the shared clipped loss),
+quadrants (ΔH split by App. B.4's quadrants), simulate (the loop), entropy_rule
+(the check), experiments (sweeps, bands, tests).
+"""
+from ..advantages import group_advantages
+from .config import BanditConfig
+from .entropy_rule import explain_update, random_instances, verify
+from .experiments import (bounds_ablation, confidence_band, format_table, per_seed_summary, summary_table, sweep,
+                          welch_test)
+from .policy import entropy, expected_reward, log_probs, probs, sample_tokens
+from .quadrants import LOWERS_ENTROPY, QUADRANTS
+from .rewards import PRESETS, Task, draw_rewards, make_task
+from .simulate import BanditRun, simulate
+
+__all__ = ["BanditConfig", "BanditRun", "simulate", "make_task", "draw_rewards", "Task", "PRESETS",
+           "entropy", "expected_reward", "log_probs", "probs", "sample_tokens",
+           "group_advantages", "QUADRANTS", "LOWERS_ENTROPY",
+           "sweep", "summary_table", "format_table", "confidence_band", "welch_test", "per_seed_summary",
+           "bounds_ablation", "verify", "explain_update", "random_instances"]
