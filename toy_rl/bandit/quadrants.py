@@ -51,7 +51,8 @@ def quadrant_of(log_pi: torch.Tensor, tokens: torch.Tensor, advantages: torch.Te
     """Quadrant index 0..3 (order of QUADRANTS) of each item, shaped like ``tokens`` (..., n).
 
     The advantage threshold is the (``weight``-weighted) mean of A over the retained items of the
-    same context (all items when none is retained).
+    same context (all items when none is retained). An advantage equal to that mean (up to
+    rounding) counts as low.
     """
     pi = log_pi.exp()
     m = (pi * log_pi).sum(-1, keepdim=True)
@@ -61,7 +62,8 @@ def quadrant_of(log_pi: torch.Tensor, tokens: torch.Tensor, advantages: torch.Te
     mean_kept = (keep * advantages).sum(-1, keepdim=True) / keep.sum(-1, keepdim=True).clamp(min=1e-300)
     mean_all = (w * advantages).sum(-1, keepdim=True) / w.sum(-1, keepdim=True)
     threshold = torch.where(keep.sum(-1, keepdim=True) > 0, mean_kept, mean_all)
-    high_a = advantages > threshold
+    tol = 1e-9 * advantages.abs().amax(-1, keepdim=True)      # A equal to the mean counts as low,
+    high_a = advantages > threshold + tol                      # whatever the rounding of the mean
     return 2 * (~high_p).long() + (~high_a).long()
 
 
