@@ -1,0 +1,341 @@
+"""A Hugging Face causal LM (with LoRA) behind the policy interface of :mod:`toy_rl.rl.policy`.
+
+Rungs 3 and 4 use this class; rung 2's ``TinyPolicy`` is the same interface over
+the from-scratch model, so the RL loop (:mod:`toy_rl.rl.loop`) runs unchanged.
+
+Two things the loss depends on, and how they are kept right here:
+
+* **Positions from the attention mask.** Prompts are left-padded, so a row's
+  first real token is not at index 0. Both ``sample`` and ``score`` give the model
+  ``position_ids = cumsum(mask) - 1`` (clamped at 0): every token sits at the same
+  position when it is sampled and when it is scored (TRL 1.16 forgets this in its
+  loss forward: padded rows come out 4-6 nats off; DESIGN.md, "Measured pitfalls").
+* **Behaviour log-probs = score log-probs.** ``sample`` records each token's
+  log-prob under softmax(logits / temperature), the distribution it was drawn from,
+  and ``score(..., temperature)`` divides by the same temperature. Sampling runs
+  in eval mode; keep LoRA dropout at 0 (see :func:`toy_rl.lm.lora.add_lora`) so the
+  training forward is the same function. In float32 the two agree to ~1e-5.
+
+Sampling is a hand-written KV-cache loop rather than ``model.generate``: it takes
+a ``torch.Generator`` (generate does not), and is pure temperature sampling
+(no top-k, no top-p, no repetition penalty: what generate does with
+``top_k=0, top_p=1.0``). ``temperature=0`` is greedy; the log-prob recorded then
+is the temperature-1 log-prob of the chosen token (as rung 2 does).
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+import torch.nn.functional as F
+
+from .prompts import chat_messages, render_chat
+
+FORMATS = ("plain", "chat")
+
+
+def _forward_kwargs(model) -> tuple[str, str | None]:
+    """Names of the KV-cache and keep-last-logits arguments: transformers 5 says ``cache`` and
+    ``logits_to_keep``; 4.x says ``past_key_values`` and (4.45-4.49) ``num_logits_to_keep``."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    params = inspect.signature(base.forward).parameters
+    cache = "cache" if "cache" in params else "past_key_values"
+    keep = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+    return cache, keep
+
+
+def _new_cache(model):
+    from transformers import DynamicCache
+    try:
+        return DynamicCache(config=model.config)
+    except TypeError:                               # older transformers
+        return DynamicCache()
+
+
+def _unique_rows(rows):
+    """(distinct rows in first-seen order, index of each row's distinct row)."""
+    first = {}
+    where = [first.setdefault(tuple(r), len(first)) for r in rows]
+    return [list(r) for r in first], where
+
+
+def positions(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Position ids of a left-padded batch: each row's first real token at 0 (padding clamped to 0)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+class HFPolicy:
+    """``HFPolicy(model, tokenizer, stop_ids=None, prompt_format="plain", system_prompt=None)``.
+
+    model:
+        a causal LM, usually wrapped by :func:`toy_rl.lm.lora.add_lora` (then only the
+        adapters are trainable; ``get_weights`` / ``set_weights`` move only them).
+    stop_ids:
+        token ids that end an answer (the stop token is kept as the answer's last token, so
+        the model learns to stop). Default: the end-of-text id(s) (``<|im_end|>``, id 2 in
+        SmolLM2) and, for plain prompts, every token that writes a newline (``"\n"`` is id 198
+        in SmolLM2, ``"\n\n"`` id 1116; 129 such tokens in all) -- a plain few-shot prompt
+        never makes the model emit end-of-text; it writes the next example instead.
+    prompt_format:
+        ``"plain"``: ``encode`` tokenizes the text as it is. ``"chat"``: ``encode`` treats the
+        text as the user's message and renders the tokenizer's chat template around it
+        (with ``system_prompt`` if given; SmolLM2's template adds its own default one).
+    max_batch:
+        rows per forward in ``sample`` (larger batches are split).
+    share_prompts:
+        in ``score``, run each distinct prompt through the model once and reuse its KV cache
+        for every answer to it (a GRPO group of G answers shares one prompt): about twice as
+        fast on CPU for short answers, same numbers up to float rounding. ``sample`` always
+        shares the prompt's forward.
+    """
+
+    def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
+                 system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True):
+        if prompt_format not in FORMATS:
+            raise ValueError(f"prompt_format must be one of {FORMATS}; got {prompt_format!r}")
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1; got {max_batch}")
+        self.model, self.tokenizer = model, tokenizer
+        self.prompt_format, self.system_prompt, self.max_batch = prompt_format, system_prompt, max_batch
+        self.share_prompts = share_prompts
+        self.stop_ids = sorted(set(self.default_stop_ids(tokenizer, model, prompt_format)
+                                   if stop_ids is None else stop_ids))
+        self._stop = set(self.stop_ids)
+        if not self.stop_ids:
+            raise ValueError("stop_ids is empty: answers would only end at max_new_tokens; "
+                             "pass at least the end-of-text id")
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else self.stop_ids[0])
+        self._cache_kw, self._keep_kw = _forward_kwargs(model)
+        self._adds_bos = self._tokenizer_adds_bos(tokenizer)
+
+    # ---------------------------------------------------------------------------- text <-> ids
+    @staticmethod
+    def default_stop_ids(tokenizer, model=None, prompt_format: str = "plain") -> list[int]:
+        ids = {tokenizer.eos_token_id}
+        gen = getattr(model, "generation_config", None)
+        eos = getattr(gen, "eos_token_id", None)
+        ids |= set(eos) if isinstance(eos, (list, tuple)) else {eos}
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if isinstance(im_end, int) and im_end != tokenizer.unk_token_id:
+            ids.add(im_end)
+        if prompt_format == "plain":       # every token that writes a newline: "\n", "\n\n", "\n   ", ...
+            ids |= {i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i])}
+        return sorted(i for i in ids if i is not None)
+
+    @staticmethod
+    def _tokenizer_adds_bos(tokenizer) -> bool:
+        bos = tokenizer.bos_token_id
+        return bos is not None and tokenizer("x", add_special_tokens=True).input_ids[:1] == [bos]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def prompt_text(self, text: str) -> str:
+        """What the model reads for ``text``: the text itself, or the chat template around it."""
+        if self.prompt_format == "chat":
+            return render_chat(self.tokenizer, chat_messages(text, system=self.system_prompt))
+        return text
+
+    def encode(self, text: str) -> list[int]:
+        """Prompt ids. Special tokens written in the text (chat markers, a BOS the template put
+        there) are read as such; a BOS is added only if the tokenizer normally adds one and the
+        text does not already start with it (never twice)."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode takes the prompt text (str); got {type(text).__name__}")
+        full = self.prompt_text(text)
+        ids = self.tokenizer(full, add_special_tokens=False).input_ids
+        if self._adds_bos and ids[:1] != [self.tokenizer.bos_token_id]:
+            ids = [self.tokenizer.bos_token_id] + ids
+        if not ids:
+            raise ValueError("empty prompt: the model needs at least one token to condition on")
+        return ids
+
+    def cut(self, ids) -> list[int]:
+        """``ids`` up to and including the first stop token."""
+        ids = list(ids)
+        for i, t in enumerate(ids):
+            if t in self._stop:
+                return ids[:i + 1]
+        return ids
+
+    def decode(self, ids) -> str:
+        """Answer text: the tokens before the first stop token (stop and special tokens dropped)."""
+        ids = self.cut(ids)
+        if ids and ids[-1] in self._stop:
+            ids = ids[:-1]
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    # ---------------------------------------------------------------------------- model calls
+    def _forward(self, input_ids, attention_mask, cache=None, logits_to_keep: int = 0):
+        kw = {self._cache_kw: cache, "use_cache": cache is not None}
+        if self._keep_kw and logits_to_keep:
+            kw[self._keep_kw] = logits_to_keep
+        logits = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                            position_ids=positions(attention_mask)[:, -input_ids.shape[1]:], **kw).logits
+        return logits[:, -logits_to_keep:] if logits_to_keep else logits
+
+    @torch.no_grad()
+    def sample(self, prompts, max_new_tokens: int, temperature: float = 1.0, generator=None):
+        """Sample up to ``max_new_tokens`` tokens after each prompt (lists of ids).
+
+        Returns one ``(tokens, logps, finished)`` per prompt, as Python lists: the tokens up to
+        and including the first stop token, the log-prob each had under the distribution it
+        was drawn from, and whether a stop token was produced.
+        """
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1; got {max_new_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy); got {temperature}")
+        prompts = [list(p) for p in prompts]
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        longest = max((len(p) for p in prompts), default=0)
+        if limit is not None and longest + max_new_tokens > limit:
+            raise ValueError(f"prompt of {longest} tokens + max_new_tokens={max_new_tokens} exceeds the "
+                             f"model's context of {limit} tokens")
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            out = []
+            for i in range(0, len(prompts), self.max_batch):
+                out += self._sample_batch(prompts[i:i + self.max_batch], max_new_tokens, temperature, generator)
+            return out
+        finally:
+            self.model.train(was_training)
+
+    def _left_pad(self, rows):
+        P = max(len(r) for r in rows)
+        ids = torch.full((len(rows), P), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), P), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, P - len(r):] = torch.as_tensor(r)
+            mask[i, P - len(r):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _sample_batch(self, prompts, max_new_tokens, temperature, generator):
+        dev, B = self.device, len(prompts)
+        # a GRPO group repeats each prompt G times: run the prompt through the model once, then
+        # copy its KV cache to the G rows
+        unique, where = _unique_rows(prompts)
+        ids, mask = self._left_pad(unique)
+        stop = torch.tensor(self.stop_ids, device=dev)
+        tokens = torch.full((B, max_new_tokens), self.pad_id, dtype=torch.long, device=dev)
+        logps = torch.zeros((B, max_new_tokens), dtype=torch.float32, device=dev)
+        lengths = torch.zeros(B, dtype=torch.long, device=dev)
+        finished = torch.zeros(B, dtype=torch.bool, device=dev)
+
+        cache = _new_cache(self.model)
+        logits = self._forward(ids, mask, cache, logits_to_keep=1)[:, -1]      # prefill
+        if len(unique) < B:
+            where = torch.tensor(where, device=dev)
+            cache.batch_select_indices(where)
+            logits, mask = logits[where], mask[where]
+        for t in range(max_new_tokens):
+            logits = logits.float()
+            if temperature == 0:
+                logp_all = F.log_softmax(logits, dim=-1)
+                tok = logits.argmax(-1)
+            else:
+                logp_all = F.log_softmax(logits / temperature, dim=-1)
+                tok = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1)
+            alive = ~finished
+            tok = torch.where(alive, tok, self.pad_id)
+            tokens[:, t] = tok
+            logps[:, t] = logp_all.gather(1, tok[:, None]).squeeze(1)
+            lengths += alive.long()
+            finished |= alive & torch.isin(tok, stop)
+            if bool(finished.all()) or t + 1 == max_new_tokens:
+                break
+            mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=dev)], dim=1)
+            logits = self._forward(tok[:, None], mask, cache, logits_to_keep=1)[:, -1]
+
+        tokens, logps, lengths, finished = tokens.tolist(), logps.tolist(), lengths.tolist(), finished.tolist()
+        return [(tokens[i][:n], logps[i][:n], done) for i, (n, done) in enumerate(zip(lengths, finished))]
+
+    def score(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int, temperature: float = 1.0):
+        """Log-probs of ``input_ids[:, start:]`` (each given everything before it) and the entropy
+        of each of those next-token distributions, both (B, L - start), float32, with autograd.
+
+        One forward over the batch (left-padded prompts, right-padded answers), positions from
+        ``attention_mask``; only the logits at positions start-1 .. L-2 go through the LM head.
+        With ``temperature > 0`` the logits are divided by it, as in ``sample``. Entries at
+        padding are computed too (finite): multiply by the response mask before using them.
+        """
+        if input_ids.dim() != 2 or input_ids.shape != attention_mask.shape:
+            raise ValueError(f"input_ids and attention_mask must both be (B, L); got {tuple(input_ids.shape)} "
+                             f"and {tuple(attention_mask.shape)}")
+        L = input_ids.shape[1]
+        if not 1 <= start < L:
+            raise ValueError(f"start must be in 1 .. {L - 1} (the first scored token needs a token "
+                             f"before it); got {start}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0; got {temperature}")
+        dev = self.device
+        ids, mask = input_ids.to(dev), attention_mask.to(dev)
+        logits = self._shared_prompt_logits(ids, mask, start) if self.share_prompts else None
+        if logits is None:
+            logits = self._forward(ids, mask, logits_to_keep=L - start + 1)[:, :-1]
+        logits = logits.float()
+        if temperature > 0:
+            logits = logits / temperature
+        logp_all = F.log_softmax(logits, dim=-1)
+        logp = logp_all.gather(-1, ids[:, start:, None]).squeeze(-1)
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        return logp, entropy
+
+    def _shared_prompt_logits(self, ids, mask, start):
+        """The logits ``score`` needs, computing each distinct prompt once (None if all differ).
+
+        The distinct prompts (columns < start) go through the model once, with a KV cache;
+        the cache is copied to every row that shares the prompt, and the answers (columns
+        start .. L-2) run on top of it. Gradients flow through the copied cache into the
+        prompt's forward. Same numbers as one full forward, up to float rounding.
+        """
+        prompt = torch.cat([ids[:, :start], mask[:, :start]], dim=1)
+        distinct, where = torch.unique(prompt, dim=0, return_inverse=True)
+        if distinct.shape[0] == ids.shape[0]:
+            return None
+        cache = _new_cache(self.model)
+        first = self._forward(distinct[:, :start], distinct[:, start:], cache, logits_to_keep=1)
+        if ids.shape[1] - start == 1:
+            return first[where]
+        cache.batch_select_indices(where)
+        rest = self._forward(ids[:, start:-1], mask[:, :-1], cache)
+        return torch.cat([first[where], rest], dim=1)
+
+    # ---------------------------------------------------------------------------- training state
+    def _named_trainable(self):
+        return [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The LoRA adapters (whatever has requires_grad): what the optimizer updates."""
+        return [p for _, p in self._named_trainable()]
+
+    def get_weights(self) -> dict[str, torch.Tensor]:
+        """Copies (on the CPU) of the trainable weights only -- the adapters, not the base model."""
+        return {n: p.detach().to("cpu", copy=True) for n, p in self._named_trainable()}
+
+    @torch.no_grad()
+    def set_weights(self, state: dict) -> None:
+        """Load trainable weights saved by ``get_weights`` (same names and shapes, or ValueError)."""
+        params = dict(self._named_trainable())
+        if set(state) != set(params):
+            missing, extra = sorted(set(params) - set(state)), sorted(set(state) - set(params))
+            raise ValueError(f"weights do not match this policy's trainable parameters: missing "
+                             f"{missing[:3]}{'...' if len(missing) > 3 else ''} ({len(missing)}), unexpected "
+                             f"{extra[:3]}{'...' if len(extra) > 3 else ''} ({len(extra)})")
+        for n, p in params.items():
+            if tuple(state[n].shape) != tuple(p.shape):
+                raise ValueError(f"{n}: shape {tuple(state[n].shape)} != {tuple(p.shape)}")
+            p.copy_(state[n])
+
+    def train(self):
+        self.model.train()
+        return self
+
+    def eval(self):
+        self.model.eval()
+        return self

@@ -1,0 +1,281 @@
+"""Tasks for a pretrained LM (rungs 3 and 4), with the same interface as rung 2's tasks.
+
+* :class:`ArithmeticTask`: problems generated in code (default: 2-digit
+  addition), asked with a plain few-shot prompt (or as a chat question).
+* :class:`GSM8KTask`: question/answer pairs from a local JSONL file in GSM8K's
+  format, for users who bring their own data (nothing is downloaded).
+
+Both give ``sample(n, rng)``, ``heldout(n)`` (fixed, disjoint from training),
+``reward(problem, completion)`` in [0, 1] and ``max_answer_chars``. Each also
+says which ``prompt_format`` the policy must use (:class:`toy_rl.lm.policy.HFPolicy`):
+``"plain"`` -- ``Problem.prompt`` is the whole text the model reads -- or
+``"chat"`` -- ``Problem.prompt`` is the user's message and the policy wraps it in
+the tokenizer's chat template.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import ClassVar, NamedTuple
+
+from ..tasks.base import HELDOUT_POOL, HELDOUT_SEED, Problem, Task, as_rng
+from .prompts import extract_final_number, extract_int, few_shot_prompt
+
+FORMATS = ("plain", "chat")
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+SHOTS_SEED = 1234                  # fixed: the worked examples are part of the task's definition
+
+
+@dataclass(frozen=True)
+class ArithmeticTask(Task):
+    """``a op b`` with ``digits``-digit a and ``digits2``-digit b (default: same as a).
+
+    Plain format (default), with ``shots`` fixed worked examples::
+
+        12 + 45 = 57
+        ...
+        47 + 38 =
+
+    The model should continue with `` 85`` and a newline. Reward: 1.0 when the first
+    integer of the completion's first line is the right result, else 0.0. For "-",
+    a >= b (results are never negative). Worked examples never appear as questions.
+    """
+    name: ClassVar[str] = "lm-arithmetic"
+    answer_format: ClassVar[str] = "the result as digits, then a newline (e.g. ' 85')"
+    digits: int = 2
+    op: str = "+"
+    digits2: int | None = None
+    shots: int = 3
+    prompt_format: str = "plain"
+
+    def __post_init__(self):
+        for field_name in ("digits", "digits2"):
+            d = getattr(self, field_name)
+            if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6):
+                raise ValueError(f"{field_name} must be an integer in 1..6; got {d!r}")
+        if self.op not in OPS:
+            raise ValueError(f"op must be one of {sorted(OPS)}; got {self.op!r}")
+        if isinstance(self.shots, bool) or not isinstance(self.shots, int) or not 0 <= self.shots <= 20:
+            raise ValueError(f"shots (worked examples in the prompt) must be an integer in 0..20; got {self.shots!r}")
+        if self.prompt_format not in FORMATS:
+            raise ValueError(f"prompt_format must be one of {FORMATS}; got {self.prompt_format!r}")
+
+    @property
+    def _d2(self) -> int:
+        return self.digits if self.digits2 is None else self.digits2
+
+    @property
+    def max_answer_chars(self) -> int:
+        if self.op == "*":
+            return self.digits + self._d2
+        return max(self.digits, self._d2) + (self.op == "+")
+
+    @property
+    def max_new_tokens(self) -> int:
+        """Enough for the space, every digit (one token each in SmolLM2) and the stop token."""
+        return self.max_answer_chars + 2
+
+    def _draw(self, rng: random.Random) -> tuple[int, int]:
+        a = rng.randint(10 ** (self.digits - 1) if self.digits > 1 else 0, 10 ** self.digits - 1)
+        b = rng.randint(10 ** (self._d2 - 1) if self._d2 > 1 else 0, 10 ** self._d2 - 1)
+        return (max(a, b), min(a, b)) if self.op == "-" else (a, b)
+
+    def _question(self, a: int, b: int) -> str:
+        return f"{a} {self.op} {b} ="
+
+    @property
+    def n_problems(self) -> int:
+        """How many distinct questions the settings allow."""
+        span = lambda d: 10 ** d - (10 ** (d - 1) if d > 1 else 0)
+        n = span(self.digits) * span(self._d2)
+        return (n + span(self.digits)) // 2 if self.op == "-" and self.digits == self._d2 else n
+
+    @cached_property
+    def _heldout_pool(self) -> list[Problem]:
+        """As the base class, but at most a quarter of all questions (2-digit x 1-digit has only
+        900), so training always has problems left to draw."""
+        rng, seen, pool = random.Random(HELDOUT_SEED), set(), []
+        size = min(HELDOUT_POOL, max(1, (self.n_problems - self.shots) // 4))
+        while len(pool) < size:
+            p = self.generate(rng)
+            if p.prompt not in seen:
+                seen.add(p.prompt)
+                pool.append(p)
+        return pool
+
+    @cached_property
+    def examples(self) -> tuple[tuple[str, int], ...]:
+        """The fixed worked examples: ((question, answer), ...)."""
+        rng, out = random.Random(SHOTS_SEED), []
+        while len(out) < self.shots:
+            a, b = self._draw(rng)
+            q = self._question(a, b)
+            if q not in (e[0] for e in out):
+                out.append((q, OPS[self.op](a, b)))
+        return tuple(out)
+
+    def generate(self, rng: random.Random) -> Problem:
+        shot_questions = {q for q, _ in self.examples}
+        while True:
+            a, b = self._draw(rng)
+            q = self._question(a, b)
+            if q not in shot_questions:
+                break
+        answer = str(OPS[self.op](a, b))
+        if self.prompt_format == "chat":
+            return Problem(f"What is {a} {self.op} {b}? Reply with the number only.", answer)
+        return Problem(few_shot_prompt(self.examples, q), answer)
+
+    def reward(self, problem: Problem, completion: str) -> float:
+        got = extract_int(completion)
+        return float(got is not None and str(got) == problem.answer)
+
+    def supervised_target(self, problem: Problem) -> str:
+        return f" {problem.answer}"
+
+
+# --------------------------------------------------------------------------------------- GSM8K JSONL
+
+class QA(NamedTuple):
+    """One GSM8K record: the question, the worked solution, and its final answer (text)."""
+    question: str
+    solution: str
+    answer: str
+
+
+def _final_answer_line(solution: str) -> str | None:
+    """The number on the last ``#### N`` line of a GSM8K solution, normalised (``1,200`` -> ``1200``)."""
+    if "####" not in solution:
+        return None
+    value = extract_final_number(solution)
+    return None if value is None else str(value)
+
+
+def load_gsm8k_jsonl(path) -> list[QA]:
+    """Read a local JSONL file in GSM8K's format: one JSON object per line with string fields
+    ``"question"`` and ``"answer"``, the answer ending with a line ``#### N``. Blank lines are skipped.
+
+    FileNotFoundError for a missing file; ValueError (naming the file and line) for a line that is
+    not a JSON object, lacks a field, or whose answer has no ``#### N``; ValueError for no records.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise FileNotFoundError(f"no JSONL file at {p} (toy_rl never downloads data: pass the path of a "
+                                "local file with one {'question': ..., 'answer': '... #### N'} per line)")
+    out = []
+    with p.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{p}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{where}: not valid JSON ({err.msg})") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{where}: expected a JSON object with 'question' and 'answer'; "
+                                 f"got {type(rec).__name__}")
+            missing = [k for k in ("question", "answer") if not isinstance(rec.get(k), str)]
+            if missing:
+                raise ValueError(f"{where}: missing or non-string field(s) {missing}")
+            final = _final_answer_line(rec["answer"])
+            if final is None:
+                raise ValueError(f"{where}: the answer has no final line '#### <number>' (GSM8K format)")
+            out.append(QA(rec["question"].strip(), rec["answer"], final))
+    if not out:
+        raise ValueError(f"{p} holds no records")
+    return out
+
+
+def _same_number(a, b: str) -> bool:
+    try:
+        return a is not None and float(a) == float(b)
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class GSM8KTask(Task):
+    """Word problems from a local GSM8K-format JSONL file (see :func:`load_gsm8k_jsonl`).
+
+    Held-out set: ``heldout_path`` if given, else the first ``heldout_size`` records of
+    the file after a fixed shuffle; training draws (with replacement) from the rest,
+    never a question that is also held out.
+
+    ``prompt_format="chat"`` (default, for instruct models): the user's message is the
+    question and an instruction to end with ``#### <number>``; the reply may reason over
+    several lines (the policy stops at end-of-text). ``"plain"``: ``shots`` solved
+    examples as ``Question: ...`` / ``Answer: N`` lines, the model answers with the
+    number directly and stops at the newline. Reward: 1.0 when the final number (after
+    the last ``####``, else the last number) equals the reference.
+    """
+    name: ClassVar[str] = "gsm8k-jsonl"
+    answer_format: ClassVar[str] = "reasoning, then a final line '#### <number>'"
+    INSTRUCTION: ClassVar[str] = "Solve the problem step by step. End with a final line '#### <number>'."
+    path: str
+    heldout_path: str | None = None
+    heldout_size: int = 200
+    shots: int = 0
+    prompt_format: str = "chat"
+
+    def __post_init__(self):
+        if self.prompt_format not in FORMATS:
+            raise ValueError(f"prompt_format must be one of {FORMATS}; got {self.prompt_format!r}")
+        if isinstance(self.shots, bool) or not isinstance(self.shots, int) or self.shots < 0:
+            raise ValueError(f"shots must be an integer >= 0; got {self.shots!r}")
+        if isinstance(self.heldout_size, bool) or not isinstance(self.heldout_size, int) or self.heldout_size < 1:
+            raise ValueError(f"heldout_size must be an integer >= 1; got {self.heldout_size!r}")
+        self._split                      # read the file(s) now: errors show up at construction
+
+    @cached_property
+    def _split(self) -> tuple[list[QA], list[QA], list[QA]]:
+        """(worked examples for the prompt, training records, held-out records)."""
+        records = load_gsm8k_jsonl(self.path)
+        if self.heldout_path is not None:
+            held, rest = load_gsm8k_jsonl(self.heldout_path), records
+        else:
+            order = list(range(len(records)))
+            random.Random(HELDOUT_SEED).shuffle(order)
+            if len(records) <= self.heldout_size + self.shots:
+                raise ValueError(f"{self.path} holds {len(records)} records: too few for heldout_size="
+                                 f"{self.heldout_size} + shots={self.shots} + at least one for training")
+            held = [records[i] for i in order[:self.heldout_size]]
+            rest = [records[i] for i in order[self.heldout_size:]]
+        held_questions = {r.question for r in held}
+        rest = [r for r in rest if r.question not in held_questions]
+        shots, train = rest[:self.shots], rest[self.shots:]
+        if not train:
+            raise ValueError(f"{self.path}: no training records left once the held-out questions "
+                             f"and {self.shots} worked examples are set aside")
+        return shots, train, held
+
+    @property
+    def max_answer_chars(self) -> int:
+        return max(len(r.solution) for r in self._split[1])
+
+    def _problem(self, rec: QA) -> Problem:
+        if self.prompt_format == "chat":
+            return Problem(f"{rec.question}\n\n{self.INSTRUCTION}", rec.answer)
+        lines = [f"Question: {s.question}\nAnswer: {s.answer}\n" for s in self._split[0]]
+        return Problem("\n".join(lines + [f"Question: {rec.question}\nAnswer:"]), rec.answer)
+
+    def generate(self, rng: random.Random) -> Problem:
+        return self._problem(rng.choice(self._split[1]))
+
+    @cached_property
+    def _heldout_pool(self) -> list[Problem]:
+        return [self._problem(r) for r in self._split[2]]
+
+    def sample(self, n: int, rng=None) -> list[Problem]:
+        """``n`` training problems drawn with replacement with ``rng`` (random.Random or int seed)."""
+        rng = as_rng(rng)
+        return [self.generate(rng) for _ in range(n)]
+
+    def reward(self, problem: Problem, completion: str) -> float:
+        return float(_same_number(extract_final_number(completion), problem.answer))
+
+    def supervised_target(self, problem: Problem) -> str:
+        return f" {problem.answer}"
