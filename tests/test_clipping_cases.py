@@ -10,7 +10,6 @@ Surrogate per token (to maximise): min(r·A, clip(r, c_low, c_high)·A); loss = 
 neg = Σ_{A<0, r ≥ c_low} |A|·r. "All" masses: pos = Σ_{A>0} A·min(r, c_high),
 neg = Σ_{A<0} |A|·max(r, c_low).
 """
-import math
 
 import pytest
 import torch

@@ -19,7 +19,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-import torch
 from matplotlib.figure import Figure
 
 from .clipping import ClipHigher, policy_loss, token_ratio

@@ -12,16 +12,15 @@ against the symmetric rule at the same staleness, seed by seed values as samples
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 from tqdm.auto import tqdm
 
 from ..clipping import ClipHigher
+from ..stats import confidence_band, welch_test
 from .config import BanditConfig
 from .rewards import make_task
 from .simulate import BanditRun, check_seeds, simulate
@@ -33,36 +32,6 @@ CURVE_METRICS = ("entropy", "expected_reward", "sample_reward", "entropy_change"
                  "c_low", "c_high", "clip_frac_low", "clip_frac_high", "grad_norm", "ratio_std",
                  "neg_adv_frac", "approx_kl")
 TESTED = ("final_entropy", "final_reward", "mean_reward")    # compared against the baseline rule
-
-
-def confidence_band(values, level: float = 0.95):
-    """Mean and Student-t interval over seeds (axis 0), ignoring NaNs: returns (mean, lo, hi).
-
-    ``values`` is (seeds,) or (seeds, steps). With fewer than 2 finite values the band is NaN.
-    """
-    v = np.asarray(values, dtype=float)
-    n = np.sum(np.isfinite(v), axis=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(v, axis=0)
-        sd = np.nanstd(v, axis=0, ddof=1)
-        half = stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
-    half = np.where(n >= 2, half, np.nan)
-    return mean, mean - half, mean + half
-
-
-def welch_test(a, b) -> tuple[float, float]:
-    """Welch's t-test of two samples (NaNs dropped): (t, p). Identical samples give (0, 1)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if len(a) < 2 or len(b) < 2:
-        return math.nan, math.nan
-    if np.array_equal(np.sort(a), np.sort(b)) or (np.ptp(a) == 0 and np.ptp(b) == 0 and a[0] == b[0]):
-        return 0.0, 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        t, p = stats.ttest_ind(a, b, equal_var=False)
-    return float(t), float(p)
 
 
 def per_seed_summary(run: BanditRun) -> dict:

@@ -86,7 +86,7 @@ class BAPO:
                 raise ValueError(f"{arg} must be a pair of finite numbers (start, max); got {rng!r}")
             if rng[0] > rng[1]:
                 raise ValueError(f"{arg} is in the wrong order: start {rng[0]} > max {rng[1]}")
-        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
+        (a_lo, b_lo), a_hi = self.low_range, self.high_range[0]
         if not (0 < a_lo and b_lo <= 1):
             raise ValueError(f"low_range must lie in (0, 1] (c_low clips ratios below 1); got {self.low_range!r}")
         if a_hi < 1:
