@@ -1,0 +1,54 @@
+"""Rung 2 runner: runs from a (tiny) warm start, resumes, summarises, reads logs back; CLI errors."""
+
+import pytest
+
+from toy_rl.arithmetic import compare, curve, format_summary, load_results, run_one, scenario_name, summary
+from toy_rl.cli import main
+from toy_rl.model.gpt import ModelConfig
+from toy_rl.warmstart import WarmstartConfig
+
+TINY = WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32), max_steps=20,
+                       batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
+FAST = dict(steps=4, prompts=2, group_size=4, eval_every=2, eval_size=8, checkpoint_every=2, warmstart=TINY,
+            progress=False)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+
+
+def test_scenario_names():
+    assert scenario_name() == "on-policy"
+    assert scenario_name(4) == "reuse-4" and scenario_name(2, "lag") == "lag-2"
+    assert scenario_name(0, partial=8) == "partial-8"
+
+
+def test_run_resumes_and_compare_summarises(tmp_path):
+    out = tmp_path / "runs"
+    first = run_one("add", "bapo", staleness=1, out=out, **FAST)
+    again = run_one("add", "bapo", staleness=1, out=out, **FAST)        # finished: resumes at the end
+    assert [r["step"] for r in again] == [r["step"] for r in first]
+    results = compare("add", ["symmetric", "bapo"], stalenesses=(1,), partial=2, seeds=range(2), out=out,
+                      **FAST)
+    assert set(results) == {("reuse-1", "symmetric"), ("reuse-1", "bapo"), ("partial-2", "symmetric"),
+                            ("partial-2", "bapo")}
+    assert results["reuse-1", "bapo"][0] == first                       # same seed: reused, not rerun
+    loaded = load_results(out / "add")
+    assert {k: len(v) for k, v in loaded.items()} == {k: 2 for k in results}
+    rows = summary(loaded)
+    assert {(r["scenario"], r["rule"]) for r in rows} == set(results)
+    bapo = next(r for r in rows if r["rule"] == "bapo" and r["scenario"] == "reuse-1")
+    assert bapo["p_vs_symmetric"] is not None and 0.6 <= bapo["c_low"] <= 0.9
+    assert "reuse-1" in format_summary(rows)
+    steps, table = curve(loaded["reuse-1", "bapo"], "accuracy")
+    assert list(steps) == [0, 2, 4] and table.shape == (2, 3)
+
+
+def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
+    assert main(["arithmetic", "--task", "sum"]) == 2
+    assert "unknown task" in capsys.readouterr().err
+    assert main(["arithmetic", "--staleness", "-1"]) == 2
+    assert main(["arithmetic", "--rule", "ppo"]) == 2
+    assert "unknown rule" in capsys.readouterr().err
+    assert main(["arithmetic", "--partial", "0"]) == 2
