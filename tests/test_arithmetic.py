@@ -52,3 +52,28 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     assert main(["arithmetic", "--rule", "ppo"]) == 2
     assert "unknown rule" in capsys.readouterr().err
     assert main(["arithmetic", "--partial", "0"]) == 2
+
+
+def test_entropy_check_first_order_on_a_transformer():
+    import torch
+    from toy_rl.clipping import BAPO, Symmetric
+    from toy_rl.model.gpt import GPT
+    from toy_rl.rl.entropy_check import entropy_rule_check, error_slope
+    from toy_rl.rl.sources import BatchSource
+    from toy_rl.rl.tiny_policy import TinyPolicy
+    from toy_rl.tasks import get_task
+
+    torch.manual_seed(0)
+    policy = TinyPolicy(GPT(TINY.model))
+    batch = BatchSource(policy, get_task("add"), 4, 4, 4, seed=0).next(0)
+    g = torch.Generator().manual_seed(1)         # a random model earns no reward: give it advantages and
+    batch = batch._replace(advantages=torch.randn(batch.advantages.shape, generator=g),   # stale log-probs
+                           old_logp=batch.old_logp + 0.3 * torch.randn(batch.old_logp.shape, generator=g))
+    for rule in (Symmetric(), BAPO()):
+        r = entropy_rule_check(policy.model, batch, rule, lr=1e-3)
+        assert r["positions"] == int(batch.response_mask.sum())
+        assert r["correlation"] > 0.99 and r["sign_agreement"] > 0.95
+        # the quadrants split the positions and their entropy change exactly
+        assert sum(r["quadrant_count"].values()) == r["positions"]
+        assert sum(r["quadrant_dH"].values()) == pytest.approx(r["exact"].sum())
+    assert 1.7 < error_slope(policy.model, batch, BAPO()) < 2.3

@@ -125,3 +125,29 @@ def set_cpu_threads(n: int | None) -> None:
     """Small models decode faster on one thread than on two busy ones; None leaves torch's default."""
     if n is not None:
         torch.set_num_threads(n)
+
+
+def entropy_check(task: str = "add", rules=RULES, stale_updates: int = 3, lr: float = 1e-2, seed: int = 0,
+                  device="auto", warmstart=None, progress: bool = False) -> dict:
+    """The Entropy-Clip Rule on the warm-started transformer (see :mod:`toy_rl.rl.entropy_check`).
+
+    Samples one batch (16 prompts × 8 answers), makes it stale by ``stale_updates`` updates on it
+    (symmetric rule, lr 3e-4), then for each rule takes one SGD step of size ``lr`` on a copy and
+    compares the measured entropy change at every answer position with −Cov(log π, Δz).
+    Returns {rule: report} plus ``"error_slope"`` (log-log slope of the error against η, for BAPO).
+    """
+    from .rl.entropy_check import entropy_rule_check, error_slope
+    from .rl.loop import _update
+    from .rl.sources import BatchSource
+
+    t = get_task(task)
+    torch.manual_seed(seed)
+    policy = TinyPolicy(load_warmstart(t, warmstart, device=device, progress=progress))
+    batch = BatchSource(policy, t, 16, 8, t.max_answer_chars + 1, seed=seed).next(0)
+    cfg = RLConfig(lr=3e-4)
+    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
+    for _ in range(stale_updates):
+        _update(policy, opt, batch, make_rule("symmetric"), cfg)
+    out = {r: entropy_rule_check(policy.model, batch, make_rule(r), lr) for r in rules}
+    out["error_slope"] = error_slope(policy.model, batch, make_rule(rules[-1]))
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..arithmetic import DEFAULTS, RULES, compare, format_summary, set_cpu_threads, summary
+from ..arithmetic import DEFAULTS, RULES, compare, entropy_check, format_summary, set_cpu_threads, summary
 from ..tasks import TASKS
 
 NAME = "arithmetic"
@@ -25,6 +25,8 @@ def add_arguments(p):
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is often fastest here)")
     p.add_argument("--out", type=Path, default=Path("runs/arithmetic"))
     p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
+    p.add_argument("--entropy-check", action="store_true",
+                   help="instead of training: check ΔH ≈ −Cov(log π, Δz) for one update of the warm-started model")
 
 
 def run(args) -> int:
@@ -36,6 +38,8 @@ def run(args) -> int:
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1; got {args.seeds}")
     set_cpu_threads(args.threads)
+    if args.entropy_check:
+        return _entropy_check(args, rules)
     results = compare(args.task, rules, args.staleness, args.mode, args.partial, range(args.seeds), args.out,
                       progress=not args.json, steps=args.steps, lr=args.lr, device=args.device)
     rows = summary(results)
@@ -46,4 +50,20 @@ def run(args) -> int:
     print("\nfinal acc: greedy accuracy on the fixed held-out set after the last update (95% t-interval over "
           "seeds); p: Welch t-test against symmetric in the same scenario; other columns: means over updates.")
     print(f"Metrics (one JSON line per update): {args.out / args.task}/<scenario>/<rule>/seed<k>/metrics.jsonl")
+    return 0
+
+
+def _entropy_check(args, rules) -> int:
+    report = entropy_check(args.task, rules, device=args.device, seed=0)
+    keys = ("positions", "correlation", "sign_agreement", "median_rel_error", "quadrant_dH", "quadrant_clipped")
+    rows = {r: {k: report[r][k] for k in keys} for r in rules}
+    if args.json:
+        print(json.dumps({"rules": rows, "error_slope": report["error_slope"]}))
+        return 0
+    for r, row in rows.items():
+        print(f"{r:<12} positions {row['positions']}, correlation {row['correlation']:.4f}, "
+              f"sign agreement {row['sign_agreement']:.4f}, median relative error {row['median_rel_error']:.4f}")
+        for q, dh in row["quadrant_dH"].items():
+            print(f"    {q:<14} ΔH {dh:+.4f}   clipped {row['quadrant_clipped'][q]:.2f}")
+    print(f"error slope against η (log-log, {rules[-1]}): {report['error_slope']:.2f} (≈ 2: first order)")
     return 0
