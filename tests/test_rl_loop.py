@@ -84,3 +84,26 @@ def test_bad_config():
         BatchSource(_policy(), TASK, 2, 4, 5, mode="async")
     with pytest.raises(ValueError, match="partial"):
         RLConfig(partial=0)
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_micro_batches_give_the_full_batch_update(agg):
+    """Gradient accumulation over micro-batches, with BAPO's bounds searched once for the whole batch."""
+    from toy_rl.clipping import BAPO
+    from toy_rl.rl.loop import _update
+
+    policy = _policy()
+    batch = BatchSource(policy, TASK, 3, 4, TASK.max_answer_chars + 1, seed=0).next(0)
+    g = torch.Generator().manual_seed(0)
+    batch = batch._replace(advantages=torch.randn(batch.advantages.shape, generator=g),
+                           old_logp=batch.old_logp + 0.3 * torch.randn(batch.old_logp.shape, generator=g))
+    after = []
+    for micro in (None, 5):
+        p = _policy()
+        opt = torch.optim.SGD(p.trainable_parameters(), lr=0.1)
+        stats = _update(p, opt, batch, BAPO(), _cfg(agg=agg, micro_batch=micro))
+        after.append((torch.cat([w.flatten() for w in p.trainable_parameters()]), stats))
+    (full, s_full), (micro, s_micro) = after
+    assert torch.allclose(full, micro, atol=1e-6)
+    assert (s_full["c_low"], s_full["c_high"], s_full["loss"]) == pytest.approx(
+        (s_micro["c_low"], s_micro["c_high"], s_micro["loss"]))

@@ -5,7 +5,7 @@
 """
 from .bapo import BAPO
 from .loss import aggregate, policy_loss, policy_loss_runs, token_ratio
-from .rules import Bounds, ClipHigher, Symmetric
+from .rules import Bounds, ClipHigher, FixedBounds, Symmetric
 
 RULES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}
 
@@ -17,4 +17,4 @@ def make_rule(name: str):
     return RULES[name]()
 
 
-__all__ = ["Symmetric", "ClipHigher", "BAPO", "Bounds", "policy_loss", "policy_loss_runs", "token_ratio", "aggregate", "make_rule", "RULES"]
+__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "policy_loss", "policy_loss_runs", "token_ratio", "aggregate", "make_rule", "RULES"]

@@ -96,3 +96,27 @@ class ClipHigher(FixedRule):
 
     def __repr__(self):
         return f"ClipHigher(eps_low={self.eps_low}, eps_high={self.eps_high})"
+
+
+@dataclass(frozen=True)
+class FixedBounds(FixedRule):
+    """Explicit ratio bounds [lo, hi] (0 < lo ≤ 1 ≤ hi), e.g. the bounds BAPO chose for a whole
+    batch, reused for each of its micro-batches so that the search stays per update (Algorithm 1)."""
+    lo: float = 0.8
+    hi: float = 1.2
+
+    def __post_init__(self):
+        if not (isinstance(self.lo, (int, float)) and isinstance(self.hi, (int, float)) and 0 < self.lo <= 1 <= self.hi):
+            raise ValueError(f"bounds must satisfy 0 < lo <= 1 <= hi; got lo={self.lo!r}, hi={self.hi!r}")
+
+    @property
+    def c_low(self) -> float:
+        return float(self.lo)
+
+    @property
+    def c_high(self) -> float:
+        return float(self.hi)
+
+    @property
+    def name(self) -> str:
+        return "fixed-bounds"

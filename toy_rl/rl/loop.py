@@ -24,7 +24,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..advantages import ADVANTAGES
-from ..clipping import make_rule, policy_loss
+from ..clipping import FixedBounds, make_rule, policy_loss
 from .logbook import Logbook
 from .sources import BatchSource
 
@@ -46,6 +46,7 @@ class RLConfig:
     dual_clip: float | None = None
     advantage: str = "grpo"            # "grpo" or "drgrpo" (no std division)
     max_grad_norm: float = 1.0
+    micro_batch: int | None = None     # answers per forward pass (gradient accumulation); None = all
     eval_every: int = 10               # updates between held-out evaluations (0: never)
     eval_size: int = 100
     checkpoint_every: int = 10
@@ -59,6 +60,8 @@ class RLConfig:
         if self.partial is not None and self.partial < 1:
             raise ValueError(f"partial (token budget per step) must be >= 1; got {self.partial}")
         make_rule(self.rule)           # unknown rule -> ValueError
+        if self.micro_batch is not None and self.micro_batch < 1:
+            raise ValueError(f"micro_batch must be >= 1 or None; got {self.micro_batch}")
         if self.advantage not in ADVANTAGES:
             raise ValueError(f"advantage must be one of {ADVANTAGES}; got {self.advantage!r}")
 
@@ -75,13 +78,15 @@ def evaluate(policy, task, problems, max_new_tokens: int, batch_size: int = 256)
 
 def _update(policy, optimizer, batch, rule, cfg) -> dict:
     policy.train()
-    logp, entropy = policy.score(batch.input_ids, batch.attention_mask, batch.start, cfg.temperature)
-    dev = logp.device
-    mask = batch.response_mask.to(dev)
-    loss, stats = policy_loss(logp, batch.old_logp.to(dev), batch.advantages.to(dev), mask, rule,
-                              agg=cfg.agg, dual_clip=cfg.dual_clip)
     optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    if cfg.micro_batch is None or cfg.micro_batch >= batch.input_ids.shape[0]:
+        logp, entropy = policy.score(batch.input_ids, batch.attention_mask, batch.start, cfg.temperature)
+        mask = batch.response_mask.to(logp.device)
+        loss, stats = policy_loss(logp, batch.old_logp.to(logp.device), batch.advantages.to(logp.device), mask,
+                                  rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
+        loss.backward()
+    else:
+        stats, entropy, mask = _accumulate(policy, batch, rule, cfg)
     params = [p for p in policy.trainable_parameters() if p.grad is not None]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
     optimizer.step()
@@ -89,6 +94,34 @@ def _update(policy, optimizer, batch, rule, cfg) -> dict:
     stats["grad_norm"] = float(grad_norm)
     stats["entropy"] = float((entropy.detach() * mask).sum() / mask.sum())
     return stats
+
+
+def _accumulate(policy, batch, rule, cfg):
+    """Gradient accumulation over micro-batches of ``cfg.micro_batch`` answers (for big models).
+
+    BAPO searches its bounds once per update over the whole batch (Algorithm 1; the authors'
+    code searches per micro-batch instead): a no-grad pass scores every answer and picks the
+    bounds, then each micro-batch's loss uses them, weighted so the sum equals the full-batch loss.
+    """
+    B, mb = batch.input_ids.shape[0], cfg.micro_batch
+    chunks = [slice(i, i + mb) for i in range(0, B, mb)]
+    score = lambda s: policy.score(batch.input_ids[s], batch.attention_mask[s], batch.start, cfg.temperature)
+    with torch.no_grad():
+        scored = [score(s) for s in chunks]
+    logp, entropy = torch.cat([lp for lp, _ in scored]), torch.cat([h for _, h in scored])
+    dev = logp.device
+    mask, old, adv = batch.response_mask.to(dev), batch.old_logp.to(dev), batch.advantages.to(dev)
+    _, stats = policy_loss(logp, old, adv, mask, rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
+    fixed = FixedBounds(lo=stats["c_low"], hi=stats["c_high"])
+    seqs = (mask.sum(1) > 0).float()
+    for s in chunks:
+        if not mask[s].any():
+            continue
+        weight = {"token-mean": mask[s].sum() / mask.sum(), "seq-mean-token-mean": seqs[s].sum() / seqs.sum()
+                  }.get(cfg.agg, torch.tensor(mask[s].shape[0] / B))
+        loss, _ = policy_loss(score(s)[0], old[s], adv[s], mask[s], fixed, agg=cfg.agg, dual_clip=cfg.dual_clip)
+        (loss * weight).backward()
+    return stats, entropy, mask
 
 
 def _batch_metrics(batch, version: int) -> dict:
