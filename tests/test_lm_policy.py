@@ -218,3 +218,21 @@ def test_train_eval_and_sample_restores_mode(policy):
     assert policy.model.training                 # sample ran in eval mode and put training back
     policy.eval()
     assert not policy.model.training
+
+
+def test_score_with_gradient_checkpointing_matches_the_plain_forward():
+    """Checkpointed layers drop the KV cache in training mode: shared-prompt scoring must not use it."""
+    from toy_rl.lm.dry_run import enable_gradient_checkpointing
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, bos_token_id=1, eos_token_id=EOS,
+                      pad_token_id=EOS)
+    model = LlamaForCausalLM(cfg)
+    ids = torch.tensor([[10, 11, 12, 13, 14], [10, 11, 12, 15, 16], [10, 11, 12, 17, 18]])
+    mask = torch.ones_like(ids)
+    ref = HFPolicy(model, FakeTokenizer(), share_prompts=False).score(ids, mask, 3)[0].detach()
+    enable_gradient_checkpointing(model)
+    policy = HFPolicy(model, FakeTokenizer(), share_prompts=True)
+    policy.train()
+    got = policy.score(ids, mask, 3)[0]
+    assert torch.allclose(got.detach(), ref, atol=1e-5)

@@ -275,15 +275,19 @@ class HFPolicy:
             raise ValueError(f"temperature must be >= 0; got {temperature}")
         dev = self.device
         ids, mask = input_ids.to(dev), attention_mask.to(dev)
-        logits = self._shared_prompt_logits(ids, mask, start) if self.share_prompts else None
+        # Gradient checkpointing in training mode drops the KV cache (transformers 5.x), so the
+        # shared-prompt path would score answers without their prompt: use one full forward then.
+        checkpointed = self.model.training and _checkpointing(self.model)
+        logits = self._shared_prompt_logits(ids, mask, start) if self.share_prompts and not checkpointed else None
         if logits is None:
             logits = self._forward(ids, mask, logits_to_keep=L - start + 1)[:, :-1]
         logits = logits.float()
-        if temperature > 0:
+        if temperature > 0 and temperature != 1.0:
             logits = logits / temperature
         logp_all = F.log_softmax(logits, dim=-1)
         logp = logp_all.gather(-1, ids[:, start:, None]).squeeze(-1)
-        entropy = -(logp_all.exp() * logp_all).sum(-1)
+        with torch.no_grad():             # only logged: keep no graph (saves a logits-sized buffer)
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
         return logp, entropy
 
     def _shared_prompt_logits(self, ids, mask, start):
@@ -339,3 +343,9 @@ class HFPolicy:
     def eval(self):
         self.model.eval()
         return self
+
+
+def _checkpointing(model) -> bool:
+    """Whether activation (gradient) checkpointing is on; transformers 5 renamed the flag."""
+    flag = getattr(model, "is_activation_checkpointing", None)
+    return bool(flag if flag is not None else getattr(model, "is_gradient_checkpointing", False))
