@@ -100,17 +100,14 @@ def make_batch(groups: list[Group], reward_fn, decode, pad_id: int, advantage: s
     adv = group_advantages(rewards, advantage).reshape(-1)
     P = max(len(a.prompt_ids) for a in answers)
     N = max(max(len(a.tokens) for a in answers), 1)
-    B = len(answers)
-    ids = torch.full((B, P + N), pad_id, dtype=torch.long)
-    attn = torch.zeros(B, P + N, dtype=torch.long)
-    old_logp = torch.zeros(B, N)
-    version = torch.zeros(B, N, dtype=torch.long)
-    for i, a in enumerate(answers):
+    # padded Python lists first, one tensor per field (per-answer tensor writes cost ~8x more)
+    ids, attn, old_logp, version = [], [], [], []
+    for a in answers:
         p, n = len(a.prompt_ids), len(a.tokens)
-        ids[i, P - p:P] = torch.tensor(a.prompt_ids)
-        attn[i, P - p:P + n] = 1
-        if n:
-            ids[i, P:P + n] = torch.tensor(a.tokens)
-            old_logp[i, :n] = torch.tensor(a.logp)
-            version[i, :n] = torch.tensor(a.version)
+        ids.append([pad_id] * (P - p) + a.prompt_ids + a.tokens + [pad_id] * (N - n))
+        attn.append([0] * (P - p) + [1] * (p + n) + [0] * (N - n))
+        old_logp.append(a.logp + [0.0] * (N - n))
+        version.append(a.version + [0] * (N - n))
+    ids, attn = torch.tensor(ids, dtype=torch.long), torch.tensor(attn, dtype=torch.long)
+    old_logp, version = torch.tensor(old_logp, dtype=torch.float32), torch.tensor(version, dtype=torch.long)
     return Batch(ids, attn, P, attn[:, P:].float(), old_logp, version, rewards.reshape(-1), adv, groups)
