@@ -191,7 +191,9 @@ def _save_checkpoint(path: Path, step: int, policy, optimizer, source) -> None:
 def _load_checkpoint(path: Path, config_path: Path, cfg, policy, optimizer, source) -> int:
     saved = json.loads(config_path.read_text()) if config_path.exists() else None
     now = dataclasses.asdict(cfg)
-    diff = {k: (saved.get(k), v) for k, v in now.items() if k != "steps" and saved.get(k) != v} if saved else {}
+    defaults = dataclasses.asdict(RLConfig())          # a field added since the run was saved has its default
+    diff = {k: (saved.get(k, defaults[k]), v) for k, v in now.items()
+            if k != "steps" and saved.get(k, defaults[k]) != v} if saved else {}
     if diff:                            # a longer run (only `steps` changed) may resume
         raise ValueError(f"{path.parent} holds a run with another config (saved vs now: {diff}); "
                          "use another out_dir or resume=False")
