@@ -30,6 +30,7 @@ from toy_rl.model.evaluate import evaluate
 from toy_rl.tasks import get_task
 from toy_rl.warmstart import load_warmstart
 
+NB04_STEPS, NB05_STEPS = 60, 50      # QUICK_STEPS of notebooks 04 and 05 (their runs when runs/ lacks the sweep)
 WORKLOADS = (("add", "on-policy", dict(staleness=0)), ("add", "reuse-4", dict(staleness=4)),
              ("scratchpad", "on-policy", dict(staleness=0)), ("scratchpad", "partial-8", dict(partial=8)))
 
@@ -99,12 +100,12 @@ def main() -> int:
         sp = lambda name, steps: run_time(rates["scratchpad", name], ev["scratchpad"], steps)
         sweep_add = 3 * 3 * sum(add(k, DEFAULTS["steps"]) for k in (0, 2, 4, 8))
         sweep_sp = 3 * (sp("on-policy", DEFAULTS["steps"]) + 3 * sp("partial-8", DEFAULTS["steps"]))
-        nb04 = 3 * 3 * sum(add(k, 100) for k in (0, 2, 4, 8))
-        nb05 = 3 * (sp("on-policy", 60) + 3 * sp("partial-8", 60))
+        nb04 = 3 * 3 * sum(add(k, NB04_STEPS) for k in (0, 2, 4, 8))
+        nb05 = 3 * (sp("on-policy", NB05_STEPS) + 4 * sp("partial-8", NB05_STEPS))     # + the small-batch control
         print(f"[{device}] estimates, 1 process: sweep on add (staleness 0 2 4 8 × 3 rules × 3 seeds × "
               f"{DEFAULTS['steps']} updates) {sweep_add / 60:.0f} min; scratchpad (on-policy symmetric + partial-8 × 3 "
-              f"rules, 3 seeds) {sweep_sp / 60:.0f} min; notebook 04's own sweep (100 updates) {nb04 / 60:.0f} min; notebook 05's "
-              f"(60 steps, 12 runs) {nb05 / 60:.0f} min\n")
+              f"rules, 3 seeds) {sweep_sp / 60:.0f} min; notebook 04's own sweep ({NB04_STEPS} updates, "
+              f"36 runs) {nb04 / 60:.0f} min; notebook 05's ({NB05_STEPS} steps, 15 runs) {nb05 / 60:.0f} min\n")
     return 0
 
 

@@ -169,7 +169,8 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
     """
     keys = ("final_accuracy", "start_accuracy", "mean_accuracy", "mean_reward", "reward_volatility",
             "start_entropy", "final_entropy", "entropy_drop", "grad_norm_max", "grad_norm_mean", "grad_roughness",
-            "rho", "rho_before", "rho_reached", "searched", "rho_before_min", "c_low", "c_high", "clip_frac_low", "clip_frac_high",
+            "rho", "rho_before", "rho_reached", "searched", "rho_before_min", "c_low", "c_high", "clip_frac_low",
+            "clip_frac_high",
             "neg_adv_frac", "neg_count_early", "neg_count_late", "neg_mass_early", "neg_mass_late",
             "len_correct", "len_wrong", "longer_wrong", "staleness_mean", "staleness_max", "mixed_versions",
             "groups", "update_share")
@@ -188,19 +189,22 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
         neg_count = np.array([r["neg_adv_frac"] > r["pos_adv_frac"] for r in updates], dtype=bool)
         rho_all = np.array([np.nan if r.get("rho") is None else r["rho"] for r in updates], dtype=float)
         has_rho = np.isfinite(rho_all)
+        is_bapo = bool(updates) and "rho_reached" in updates[0]
+        rho_before = _series(updates, "rho_before")
         both_len = [r for r in updates if r.get("len_correct") is not None and r.get("len_wrong") is not None]
         row = dict(
             final_accuracy=finals[-1] if finals else math.nan,
             start_accuracy=acc[0] if acc.size else math.nan,
             mean_accuracy=_mean(np.concatenate([acc, finals])) if acc.size or finals else math.nan,
-            mean_reward=_mean(reward), reward_volatility=float(np.std(np.diff(reward))) if reward.size > 2 else math.nan,
+            mean_reward=_mean(reward),
+            reward_volatility=float(np.std(np.diff(reward))) if reward.size > 2 else math.nan,
             start_entropy=_mean(ent[:n_tail]), final_entropy=_mean(ent[-n_tail:]) if n_tail else math.nan,
             grad_norm_max=float(grad.max()) if grad.size else math.nan, grad_norm_mean=_mean(grad),
             grad_roughness=_mean(np.abs(np.diff(grad))),
-            rho=_mean(rho_all[has_rho]), rho_before=_mean(_series(updates, "rho_before")),
+            rho=_mean(rho_all[has_rho]), rho_before=_mean(rho_before),
             rho_reached=_mean(_series(updates, "rho_reached")),
-            searched=_share(_series(updates, "search_steps") > 0) if "rho_reached" in (updates or [{}])[0] else math.nan,
-            rho_before_min=float(_series(updates, "rho_before").min()) if _series(updates, "rho_before").size else math.nan,
+            searched=_share(_series(updates, "search_steps") > 0) if is_bapo else math.nan,
+            rho_before_min=float(rho_before.min()) if rho_before.size else math.nan,
             c_low=_mean(_series(updates, "c_low")), c_high=_mean(_series(updates, "c_high")),
             clip_frac_low=_mean(_series(updates, "clip_frac_low")),
             clip_frac_high=_mean(_series(updates, "clip_frac_high")),
@@ -806,11 +810,13 @@ def claim_verdicts(results: dict, stale: list[str], base: str = "on-policy", foc
     lc = np.concatenate([S[s, "symmetric"]["len_correct"] for s in scen])
     longer = _cmp(lw, lc)
     start = _m(np.concatenate([S[s, "symmetric"]["start_accuracy"] for s in scen]))
-    parts = [(count_early > 0.5, count_early > 0.5), (min(mass.values()) > 0.5, min(mass.values()) > 0.5), longer[:2]]
+    least_mass = min(mass.values())
+    parts = [(count_early > 0.5, count_early > 0.5), (least_mass > 0.5, least_mass > 0.5), longer[:2]]
     lines.append(verdict_line(2, "negative-advantage tokens dominate count and loss (longer failed answers)",
                               _verdict(parts),
-                              f"symmetric, starting from {start:.0%} held-out accuracy: more negative than positive tokens "
-                              f"in at least {count_early:.0%} of the first quarter's updates (at most {count_late:.0%} later); "
+                              f"symmetric, starting from {start:.0%} held-out accuracy: more negative than positive "
+                              f"tokens in at least {count_early:.0%} of the first quarter's updates (at most "
+                              f"{count_late:.0%} later); "
                               "ρ < 0.5 in " + ", ".join(f"{s} {m:.0%}" for s, m in mass.items()) + " of updates; failed "
                               f"answers {_m(lw):.2f} vs correct {_m(lc):.2f} tokens [{_word(*longer)}]"))
 
@@ -824,16 +830,19 @@ def claim_verdicts(results: dict, stale: list[str], base: str = "on-policy", foc
     if bapo_high < 1.2 + 0.02:           # BAPO stayed at [a-, a+] = [0.6, 1.2]: symmetric with a lower c_low
         hurt = [_cmp(S[s, "bapo"]["final_accuracy"], S[s, "symmetric"]["final_accuracy"], higher=False) for s in stale]
         spikes = [_cmp(S[s, "bapo"]["grad_norm_max"], S[s, "symmetric"]["grad_norm_max"]) for s in stale]
+        peak = lambda s, r: _m(S[s, r]["grad_norm_max"])
         low_text = (f"BAPO sat at [{bapo_low:.2f}, {bapo_high:.2f}], i.e. symmetric with c_low lowered to 0.6: final "
                     "accuracy lower than symmetric's at " + ", ".join(f"{s} {_word(*h)}" for s, h in zip(stale, hurt))
                     + "; largest gradient norm higher at "
-                    + ", ".join(f"{s} {_m(S[s, 'bapo']['grad_norm_max']):.1f} vs {_m(S[s, 'symmetric']['grad_norm_max']):.1f}"
-                                f" {_word(*g)}" for s, g in zip(stale, spikes)))
-        parts3.append((any(h[0] or g[0] for h, g in zip(hurt, spikes)), any(h[1] or g[1] for h, g in zip(hurt, spikes))))
+                    + ", ".join(f"{s} {peak(s, 'bapo'):.1f} vs {peak(s, 'symmetric'):.1f} {_word(*g)}"
+                                for s, g in zip(stale, spikes)))
+        parts3.append((any(h[0] or g[0] for h, g in zip(hurt, spikes)),
+                       any(h[1] or g[1] for h, g in zip(hurt, spikes))))
     lines.append(verdict_line(3, "raising c_high keeps entropy up and helps; lowering c_low hurts", _verdict(parts3),
                               "clip-higher vs symmetric, final entropy higher: "
                               + ", ".join(f"{s} {_word(*e)}" for s, e in zip(stale, ent))
-                              + "; final accuracy higher: " + ", ".join(f"{s} {_word(*a)}" for s, a in zip(stale, acc))
+                              + "; final accuracy higher: "
+                              + ", ".join(f"{s} {_word(*a)}" for s, a in zip(stale, acc))
                               + f"; {low_text}"))
 
     # 4: BAPO keeps ρ near ρ0, entropy steadier, gradient smoother
@@ -848,13 +857,14 @@ def claim_verdicts(results: dict, stale: list[str], base: str = "on-policy", foc
               (all(g[0] for g in smooth_), any(g[1] for g in smooth_))]
     holds4 = "not tested (BAPO never searched)" if searched < 0.01 else _verdict(parts4)
     lines.append(verdict_line(4, "BAPO keeps ρ near ρ0, entropy steadier, gradient norm smoother", holds4,
-                              f"ρ >= ρ0 after the search in {reached:.0%} of BAPO's updates, but the search moved the bounds "
-                              f"in only {searched:.0%} of them (lowest ρ before it: {lowest:.3f}; mean ρ {rho:.2f}, "
-                              f"ρ0 = {RHO0}); "
-                              f"bounds average c_low {bapo_low:.2f}, c_high {bapo_high:.2f} (paper: ≈ 0.7 and 2.0–2.2); "
+                              f"ρ >= ρ0 after the search in {reached:.0%} of BAPO's updates, but the search moved the "
+                              f"bounds in only {searched:.0%} of them (lowest ρ before it: {lowest:.3f}; mean ρ "
+                              f"{rho:.2f}, ρ0 = {RHO0}); bounds average c_low {bapo_low:.2f}, c_high {bapo_high:.2f} "
+                              "(paper: ≈ 0.7 and 2.0–2.2); "
                               "smaller entropy drop than symmetric: "
                               + ", ".join(f"{s} {_word(*e)}" for s, e in zip(stale, steady))
-                              + "; smoother gradient norm: " + ", ".join(f"{s} {_word(*g)}" for s, g in zip(stale, smooth_))))
+                              + "; smoother gradient norm: "
+                              + ", ".join(f"{s} {_word(*g)}" for s, g in zip(stale, smooth_))))
 
     # 5: BAPO > clip-higher >= symmetric (final accuracy)
     focus = focus or [s for s in stale if s in ("reuse-2", "reuse-4")] or list(stale)

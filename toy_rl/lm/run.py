@@ -23,9 +23,11 @@ x 8 answers, at most 5 new tokens for 2-digit addition, no KL, gradient clip 1.0
 point of accuracy; the binomial noise at 100 problems is ±4.5-5 points, 1 standard
 error). Measured: the untouched model scores 0.40; the default run reached 0.64,
 0.68, 0.70, 0.74 after 10, 20, 30, 40 updates, in 8.5 minutes on a busy 2-core
-machine (stale runs of 40 updates took 4.6-4.8 minutes once it was quieter). Torch runs on **one thread** on the CPU: on a busy 2-core machine
-two threads made a rollout 3-15x slower (measured: 2.1 s vs 7.7-36 s for 64
-answers) and the update no faster.
+machine (stale runs of 40 updates took 4.6-4.8 minutes once it was quieter).
+
+Torch runs on **one thread** on the CPU: on a busy 2-core machine two threads made
+a rollout 3-15x slower (measured: 2.1 s vs 7.7-36 s for 64 answers) and the update
+no faster.
 """
 from __future__ import annotations
 
