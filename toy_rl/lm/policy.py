@@ -29,6 +29,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..model.sampling import next_token
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")
@@ -234,13 +235,7 @@ class HFPolicy:
             cache.batch_select_indices(where)
             logits, mask = logits[where], mask[where]
         for t in range(max_new_tokens):
-            logits = logits.float()
-            if temperature == 0:
-                logp_all = F.log_softmax(logits, dim=-1)
-                tok = logits.argmax(-1)
-            else:
-                logp_all = F.log_softmax(logits / temperature, dim=-1)
-                tok = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1)
+            tok, logp_all = next_token(logits, temperature, generator)
             alive = ~finished
             tok = torch.where(alive, tok, self.pad_id)
             tokens[:, t] = tok

@@ -36,6 +36,19 @@ class Samples:
         return self.mask.sum(1)
 
 
+def next_token(logits: torch.Tensor, temperature: float, generator=None):
+    """One decoding step for every row: (token, log-softmax it was drawn from).
+
+    temperature 0: argmax, with the temperature-1 log-probs; else a draw from softmax(logits / T).
+    Shared by this sampler and rung 3's :class:`toy_rl.lm.policy.HFPolicy`.
+    """
+    logits = logits.float()
+    if temperature == 0:
+        return logits.argmax(-1), F.log_softmax(logits, dim=-1)
+    logp_all = F.log_softmax(logits / temperature, dim=-1)
+    return torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1), logp_all
+
+
 def check_prompts(model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, max_new_tokens: int) -> None:
     """Clear errors for the usual mistakes: right padding, empty rows, prompt + answer over the context."""
     if prompt_ids.dim() != 2 or prompt_ids.shape != prompt_mask.shape:
@@ -86,13 +99,7 @@ def _sample(model, prompt_ids, prompt_mask, max_new_tokens, temperature, eos_id,
     logits = model(prompt_ids, prompt_mask, cache=cache)[:, -1]          # prefill: next-token logits
     n = 0
     for t in range(max_new_tokens):
-        logits = logits.float()
-        if temperature == 0:
-            logp_all = F.log_softmax(logits, dim=-1)
-            tok = logits.argmax(-1)
-        else:
-            logp_all = F.log_softmax(logits / temperature, dim=-1)
-            tok = torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(1)
+        tok, logp_all = next_token(logits, temperature, generator)
         alive = ~finished
         tok = torch.where(alive, tok, pad_id)
         tokens[:, t] = tok
