@@ -29,11 +29,8 @@ TINY = dict(model_type="qwen2", num_hidden_layers=2, vocab_size=64, hidden_size=
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -42,13 +42,8 @@ class FakeTokenizer:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """A 32-wide model is all overhead: extra OpenMP threads only add spinning (and on a busy
-    machine a lot of it)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

@@ -75,11 +75,8 @@ TINY = dict(prompts=2, group_size=4, eval_every=1, eval_size=8, lr=0.3, checkpoi
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 def _lines(path):

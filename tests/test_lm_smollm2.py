@@ -25,13 +25,8 @@ from toy_rl.rl.rollout import Answer, Group, make_batch  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """On a busy 2-core machine torch's two OpenMP threads spin against other processes: sampling
-    8x8x8 tokens took 9-42 s (first call 35 s) with 2 threads and 3 s with 1, measured here."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

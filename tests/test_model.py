@@ -6,13 +6,9 @@ from toy_rl.model import (EOS_ID, GPT, PAD_ID, ModelConfig, decode, encode_promp
                           position_ids_from_mask, repad_left, resolve_device, sample, save_checkpoint,
                           token_logprobs)
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run as fast on one thread, and a busy machine cannot make one thread thrash."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 PROMPTS = ["1+2=", "make 24 from 3 5 8:", "123-45=", "7:"]

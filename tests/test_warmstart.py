@@ -11,13 +11,9 @@ from toy_rl.model.evaluate import evaluate
 from toy_rl.model.tokenizer import EOS_ID, decode
 from toy_rl.tasks import get_task
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run as fast on one thread, and a busy machine cannot make one thread thrash."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
 
 
 TINY = ws.WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32), max_steps=40,

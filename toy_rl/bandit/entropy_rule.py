@@ -36,7 +36,7 @@ from ..clipping import make_rule, policy_loss_runs
 from ..clipping.loss import LOG_RATIO_CLAMP
 from .policy import entropy, log_probs
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
-from .threads import single_thread
+from ..threads import single_thread
 
 RULE_NAMES = ("symmetric", "clip-higher", "bapo")
 ETAS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)     # two decades of step sizes for the O(η²) slope

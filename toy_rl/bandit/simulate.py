@@ -47,7 +47,7 @@ from .policy import entropy, expected_reward, log_probs, sample_tokens
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
 from .rewards import Task, draw_rewards, make_task
 from .rng import ACTIONS, REWARDS, uniforms
-from .threads import single_thread
+from ..threads import single_thread
 from .update import logit_step, surrogate_gradient
 
 

@@ -42,7 +42,7 @@ from .policy import log_probs
 from .quadrants import LOWERS_ENTROPY, QUADRANTS
 from .rewards import make_task
 from .simulate import BanditRun, sample_batch, simulate
-from .threads import single_thread
+from ..threads import single_thread
 
 RULE_COLOURS = {"symmetric": "tab:blue", "clip-higher": "tab:orange", "bapo": "tab:green"}
 STALENESS_COLOURS = ("0.1", "tab:blue", "tab:purple", "tab:red", "tab:orange", "tab:brown")

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from ..bandit.threads import single_thread
+from ..threads import single_thread
 from ..clipping import RULES as RULE_CLASSES
 from ..rl import loop
 from ..rl.logbook import read_jsonl

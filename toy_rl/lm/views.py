@@ -17,7 +17,7 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..bandit.threads import single_thread
+from ..threads import single_thread
 from ..bandit.views import RULE_COLOURS, fixed_bounds, verdict_line
 from ..clipping import BAPO, policy_loss, token_ratio
 from .run import RULES, binomial_se

@@ -1,6 +1,6 @@
-"""Run the bandit on one CPU thread.
+"""Run small models on one CPU thread (the bandit, the tiny GPT, rollouts of SmolLM2).
 
-The bandit's tensors are tiny (a few thousand numbers), far too small for
+Their tensors are tiny (the bandit's: a few thousand numbers), far too small for
 intra-op parallelism to pay; worse, on a busy machine every parallel op waits
 for a descheduled worker thread (measured: 55 s instead of 0.7 s for one
 300-update run on a loaded 2-core box). ``single_thread()`` sets torch to one
