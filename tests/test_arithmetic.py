@@ -52,6 +52,22 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
     assert main(["arithmetic", "--rule", "ppo"]) == 2
     assert "unknown rule" in capsys.readouterr().err
     assert main(["arithmetic", "--partial", "0"]) == 2
+    assert main(["arithmetic", "--group-size", "1"]) == 2
+    assert "--group-size must be >= 2" in capsys.readouterr().err
+
+
+def test_cli_scenarios_and_batch_shape(monkeypatch, capsys):
+    import toy_rl.commands.arithmetic as command
+    calls = []
+    monkeypatch.setattr(command, "compare", lambda *a, **k: calls.append((a, k)) or {})
+    assert main(["arithmetic", "--partial", "8", "--prompts", "4", "--group-size", "6"]) == 0
+    (task, rules, stalenesses, mode, partial, seeds, out), kw = calls[-1]
+    assert stalenesses == [] and partial == 8                  # --partial alone: only partial rollout
+    assert kw["prompts"] == 4 and kw["group_size"] == 6
+    assert main(["arithmetic", "--staleness", "0", "2", "--partial", "8"]) == 0
+    assert calls[-1][0][2] == [0, 2] and calls[-1][0][4] == 8
+    assert main(["arithmetic"]) == 0
+    assert calls[-1][0][2] == [0] and calls[-1][0][4] is None   # the default: on-policy
 
 
 def test_entropy_check_first_order_on_a_transformer():

@@ -14,12 +14,17 @@ HELP = "RL on a small transformer (arithmetic tasks) with symmetric / clip-highe
 def add_arguments(p):
     p.add_argument("--task", default="add", help=f"one of {', '.join(TASKS)} (default %(default)s)")
     p.add_argument("--rule", nargs="+", default=["all"], help="symmetric, clip-higher, bapo, or all")
-    p.add_argument("--staleness", type=int, nargs="+", default=[0], help="K values (0 = on-policy)")
-    p.add_argument("--mode", default="reuse", help="reuse: a batch serves K+1 updates; lag: sampled K updates behind")
+    p.add_argument("--staleness", type=int, nargs="+", default=None,
+                   help="K values (0 = on-policy); default 0, or none when --partial is given alone")
+    p.add_argument("--mode", default="reuse", choices=("reuse", "lag"), help="reuse: a batch serves K+1 updates; lag: sampled K updates behind")
     p.add_argument("--partial", type=int, default=None, metavar="BUDGET",
-                   help="also run partial rollout with this many tokens per answer per step")
+                   help="run partial rollout with this many tokens per answer per step (besides --staleness "
+                        "when that is given too)")
     p.add_argument("--steps", type=int, default=DEFAULTS["steps"])
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--prompts", type=int, default=DEFAULTS["prompts"], help="prompts per update (default %(default)s)")
+    p.add_argument("--group-size", type=int, default=DEFAULTS["group_size"],
+                   help="answers per prompt, G (default %(default)s)")
     p.add_argument("--lr", type=float, default=DEFAULTS["lr"])
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is often fastest here)")
@@ -31,17 +36,22 @@ def add_arguments(p):
 
 def run(args) -> int:
     rules = list(RULES) if args.rule == ["all"] else args.rule
+    if args.staleness is None:                       # --partial alone runs only the partial-rollout scenario
+        args.staleness = [] if args.partial is not None else [0]
     if any(k < 0 for k in args.staleness):
         raise ValueError(f"--staleness must be >= 0 (0 = on-policy); got {args.staleness}")
     if args.partial is not None and args.partial < 1:
         raise ValueError(f"--partial (token budget per step) must be >= 1; got {args.partial}")
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1; got {args.seeds}")
+    for flag, value, low in (("--seeds", args.seeds, 1), ("--prompts", args.prompts, 1),
+                             ("--group-size", args.group_size, 2)):
+        if value < low:
+            raise ValueError(f"{flag} must be >= {low}; got {value}")
     set_cpu_threads(args.threads)
     if args.entropy_check:
         return _entropy_check(args, rules)
     results = compare(args.task, rules, args.staleness, args.mode, args.partial, range(args.seeds), args.out,
-                      progress=not args.json, steps=args.steps, lr=args.lr, device=args.device)
+                      progress=not args.json, steps=args.steps, lr=args.lr, device=args.device,
+                      prompts=args.prompts, group_size=args.group_size)
     rows = summary(results)
     if args.json:
         print(json.dumps(rows))

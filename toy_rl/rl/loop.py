@@ -57,6 +57,11 @@ class RLConfig:
             raise ValueError(f"steps must be >= 1; got {self.steps}")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0; got {self.lr}")
+        if self.prompts < 1 or self.group_size < 2:
+            raise ValueError(f"need prompts >= 1 and group_size >= 2 (GRPO compares answers within a group); "
+                             f"got prompts={self.prompts}, group_size={self.group_size}")
+        if self.staleness < 0:
+            raise ValueError(f"staleness must be >= 0 (0 = on-policy); got {self.staleness}")
         if self.partial is not None and self.partial < 1:
             raise ValueError(f"partial (token budget per step) must be >= 1; got {self.partial}")
         make_rule(self.rule)           # unknown rule -> ValueError
