@@ -180,7 +180,7 @@ def test_score_keeps_4_bytes_per_logit():
 
 # ------------------------------------------------------------------------------------------------ estimate
 def test_qwen7b_estimate_numbers():
-    d = estimate(None, "qwen2.5-7b")
+    d = estimate(None, "qwen2.5-7b", micro_batch=64)               # the whole update in one forward
     m, b = d["memory"], d["batch"]
     assert d["params"]["total"] == QWEN7B and d["lora_params"] == 40_370_176
     assert m["weights"] == QWEN7B * 2
@@ -192,9 +192,12 @@ def test_qwen7b_estimate_numbers():
     assert m["activations_ckpt"] < m["activations_no_ckpt"] / 5
     assert m["total"] >= max(m["train_peak"], m["rollout_peak"])
     assert d["fits"] is True                                       # 141 GB H200
-    assert estimate(None, "qwen2.5-7b", hardware="h100")["fits"] is False
-    assert estimate(None, "qwen2.5-7b", hardware="h100", micro_batch=8)["fits"] is True
-    assert estimate(None, "qwen2.5-7b", gpu_gib=40)["fits"] is False
+    assert estimate(None, "qwen2.5-7b", hardware="h100", micro_batch=64)["fits"] is False
+    preset = estimate(None, "qwen2.5-7b", hardware="h100")        # the preset's own micro-batch: one group
+    assert preset["batch"]["micro_batch"] == 8 and preset["fits"] is True
+    assert preset["memory"]["logits"] == d["memory"]["logits"] / 8
+    assert preset["flops"]["train"] > d["flops"]["train"]          # plus the no-grad pass BAPO searches on
+    assert estimate(None, "qwen2.5-7b", gpu_gib=20)["fits"] is False
     assert d["flops"]["train"] > 0 and 0 < d["seconds"]["train"] < d["seconds"]["update"]
     assert any("micro-batches" in a for a in d["advice"])
     json.dumps(d)
@@ -202,14 +205,14 @@ def test_qwen7b_estimate_numbers():
 
 def test_time_model():
     """LoRA training: 4 x forward FLOPs without checkpointing, 6 x with (the forward runs twice)."""
-    on = estimate(None, "qwen2.5-7b")
-    off = estimate(None, "qwen2.5-7b", gradient_checkpointing=False)
+    on = estimate(None, "qwen2.5-7b", micro_batch=64)                  # one forward for the whole update
+    off = estimate(None, "qwen2.5-7b", micro_batch=64, gradient_checkpointing=False)
     head = 4 * 152064 * 3584 * 64 * 512
     assert (on["flops"]["train"] - head) / (off["flops"]["train"] - head) == pytest.approx(1.5)
     fwd = (off["flops"]["train"] - head) / 2
     mm = param_counts("qwen2.5-7b-instruct")["matmul_per_token"]
     assert fwd == pytest.approx(2 * mm * 64 * 768, rel=0.02)          # + attention, ~1 %
-    vllm = estimate(None, "qwen2.5-7b", rollout_engine="vllm")
+    vllm = estimate(None, "qwen2.5-7b", micro_batch=64, rollout_engine="vllm")
     assert vllm["seconds"]["rollout"] < on["seconds"]["rollout"]        # no per-step Python overhead
     assert vllm["memory"]["vllm_weights"] == on["memory"]["weights"]
 
@@ -254,7 +257,7 @@ def test_format_estimate():
     for word in ("weights (bfloat16)", "LoRA adapters", "activations, checkpointed", "logits", "KV cache",
                  "GiB", "fits", "rollout", "training", "152,064"):
         assert word in text
-    assert "DOES NOT FIT" in format_estimate(estimate(None, "qwen2.5-7b", hardware="h100"))
+    assert "DOES NOT FIT" in format_estimate(estimate(None, "qwen2.5-7b", hardware="h100", micro_batch=64))
     assert "all kept" in format_estimate(estimate(None, "smollm2-135m"))
 
 

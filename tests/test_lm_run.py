@@ -19,7 +19,7 @@ from toy_rl.cli import main  # noqa: E402
 from toy_rl.lm import ArithmeticTask  # noqa: E402
 from toy_rl.lm.lora import add_lora  # noqa: E402
 from toy_rl.lm.policy import HFPolicy  # noqa: E402
-from toy_rl.lm.run import (RULES, baseline, compare_rules, format_table, load_batch, load_run, make_config,  # noqa: E402
+from toy_rl.lm.run import (DEFAULTS, RULES, baseline, compare_rules, format_table, load_batch, load_run, make_config,  # noqa: E402
                            make_task, preset_kwargs, run_dir, run_lora, stored_steps, task_label)
 from toy_rl.lm.views import bounds_view, claims, rules_view, run_figure, staleness_view  # noqa: E402
 
@@ -265,12 +265,33 @@ def test_bounds_slider_recomputes_on_a_stored_batch(logged):
     (["--steps", "0"], "--steps must be >= 1"),
     (["--task", "division"], "unknown task"),
     (["--model", "/nowhere/at/all"], "no model at"),
+    (["--micro-batch", "0"], "--micro-batch must be >= 1"),
+    (["--preset", "qwen2.5-7b"], "neither a local path nor a model in the local Hugging Face cache"),
 ])
 def test_cli_errors_are_one_clear_line(argv, message, capsys, tmp_path):
     assert main(["lora", "--out", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.startswith("toy-rl lora: error:")
     assert not any(tmp_path.iterdir())
+
+
+def test_cli_preset_settings_and_overrides():
+    from toy_rl.cli import build_parser
+    from toy_rl.commands.lora import settings
+    parse = lambda *argv: build_parser().parse_args(["lora", *argv])
+    plain = settings(parse())
+    assert plain == dict(model="smollm2-135m", dtype="float32", lr=DEFAULTS["lr"])
+    big = settings(parse("--preset", "qwen2.5-7b"))
+    assert big["model"] == "Qwen/Qwen2.5-7B-Instruct" and big["dtype"] == "bfloat16"
+    assert big["micro_batch"] == 8 and big["gradient_checkpointing"] and big["mlp"] and big["max_new_tokens"] == 512
+    mine = settings(parse("--preset", "qwen2.5-7b", "--model", "/models/q7", "--lr", "1e-5", "--micro-batch", "4"))
+    assert (mine["model"], mine["lr"], mine["micro_batch"]) == ("/models/q7", 1e-5, 4)
+    smoke = settings(parse("--preset", "qwen2.5-7b", "--smoke"))
+    assert "prompts" not in smoke and "group_size" not in smoke     # smoke keeps its small batch
+    make_config(task=make_task("add"), smoke=True, **{k: v for k, v in smoke.items() if k in RL_FIELDS})
+
+
+RL_FIELDS = {"prompts", "group_size", "max_new_tokens", "micro_batch", "lr", "temperature"}
 
 
 # ---------------------------------------------------------------------------------------------- real model

@@ -17,7 +17,7 @@ def add_arguments(p):
                    help="hardware profile for memory and speed (default: the preset's)")
     p.add_argument("--gpu-gib", type=float, default=None, help="memory to compare the total with, in GiB")
     p.add_argument("--micro-batch", type=int, default=None,
-                   help="sequences per training forward (default: the whole update, as the RL loop does)")
+                   help="sequences per training forward (default: the preset's micro_batch, else the whole update)")
     p.add_argument("--prompts", type=int, default=None, help="prompts per update")
     p.add_argument("--group-size", type=int, default=None, help="answers per prompt (G)")
     p.add_argument("--max-new-tokens", type=int, default=None, help="answer length budget")

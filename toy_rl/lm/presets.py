@@ -19,16 +19,18 @@ LoRA               r16 / alpha 32, q k v o     r16 / alpha 32, q k v o + gate up
 checkpointing      off                         on
 batch              8 prompts x 8 answers       8 prompts x 8 answers
 answer length      8 tokens                    512 tokens
+micro-batch        the whole update            8 answers (one group)
 =================  ==========================  =================================
 
 The paper (BAPO, arXiv 2510.18927; the authors' verl script) uses 256 prompts
 x 16 answers, up to 8k tokens, full fine-tuning on 8+ GPUs. ``qwen2.5-7b`` keeps
 the shape of that setting -- GRPO groups, long-ish answers, a 7B model -- at a
-size one GPU handles: 8 x 8 x 512. ``toy-rl estimate`` puts it at ~105 GiB, three
-quarters of it the float32 logits of 64 x 512 answer tokens over a 152k
-vocabulary, because the RL loop scores a whole update in one forward. On an 80 GB
-card, halve the prompts or the answer length (``toy-rl estimate --gpu h100
---prompts 4``) until scoring runs in micro-batches.
+size one GPU handles: 8 x 8 x 512. Scored in one forward, that update would need
+~105 GiB, three quarters of it the float32 logits of 64 x 512 answer tokens over a
+152k vocabulary; so the preset scores one group (8 answers) per forward
+(``micro_batch=8``: gradient accumulation, BAPO still searches over the whole
+update), and ``toy-rl estimate --preset qwen2.5-7b`` puts it at ~28 GiB, which an
+80 GB card also holds (``--micro-batch 64`` shows the one-forward figure).
 """
 from __future__ import annotations
 
@@ -95,6 +97,9 @@ class Preset:
         (:mod:`toy_rl.lm.vllm_rollout`, optional, untested here).
     prompts, group_size, max_new_tokens:
         prompts per update, answers per prompt (G) and the answer budget (RLConfig's fields).
+    micro_batch:
+        answers per training forward (RLConfig's ``micro_batch``: gradient accumulation, BAPO
+        still searches once over the whole update); None scores the whole update at once.
     prompt_tokens:
         a typical prompt's length in tokens, for the estimate only.
     lr, temperature:
@@ -117,6 +122,7 @@ class Preset:
     prompts: int = 8
     group_size: int = 8
     max_new_tokens: int = 8
+    micro_batch: int | None = None
     prompt_tokens: int = 40
     lr: float = 3e-4
     temperature: float = 1.0
@@ -135,6 +141,9 @@ class Preset:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+        mb = self.micro_batch
+        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
+            raise ValueError(f"micro_batch must be an integer >= 1 or None; got {mb!r}")
         if isinstance(self.group_size, bool) or not isinstance(self.group_size, int) or self.group_size < 2:
             raise ValueError(f"group_size must be an integer >= 2 (GRPO compares answers); got {self.group_size!r}")
         if not self.lora_targets or not all(isinstance(t, str) for t in self.lora_targets):
@@ -171,7 +180,7 @@ class Preset:
         """A :class:`toy_rl.rl.loop.RLConfig` with this preset's batch shape, lr and temperature."""
         from ..rl.loop import RLConfig
         base = dict(prompts=self.prompts, group_size=self.group_size, max_new_tokens=self.max_new_tokens,
-                    lr=self.lr, temperature=self.temperature)
+                    micro_batch=self.micro_batch, lr=self.lr, temperature=self.temperature)
         return RLConfig(**{**base, **overrides})
 
 
@@ -186,7 +195,7 @@ PRESETS = {
     "qwen2.5-7b": Preset(
         name="qwen2.5-7b", model="Qwen/Qwen2.5-7B-Instruct", shape="qwen2.5-7b-instruct", dtype="bfloat16",
         lora_rank=16, lora_alpha=32, lora_targets=ATTENTION + MLP, gradient_checkpointing=True,
-        share_prompts=False, rollout_engine="hf", prompts=8, group_size=8, max_new_tokens=512,
+        share_prompts=False, rollout_engine="hf", prompts=8, group_size=8, max_new_tokens=512, micro_batch=8,
         prompt_tokens=256, lr=2e-5, hardware="h200",
         note="rung 4: Qwen2.5-7B-Instruct by hub name (local cache) or path, one GPU; GSM8K-style chat "
              "prompts of ~256 tokens. lr 2e-5 is a starting guess for LoRA, not a tuned value"),

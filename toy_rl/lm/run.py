@@ -220,7 +220,8 @@ def preset_kwargs(preset) -> dict:
                          f"got targets {list(targets)}, dropout {p.lora_dropout}")
     return dict(model=p.model, dtype=p.dtype, rank=p.lora_rank, alpha=p.lora_alpha, mlp=targets == ATTENTION + MLP,
                 gradient_checkpointing=p.gradient_checkpointing, share_prompts=p.share_prompts, prompts=p.prompts,
-                group_size=p.group_size, max_new_tokens=p.max_new_tokens, lr=p.lr, temperature=p.temperature)
+                group_size=p.group_size, max_new_tokens=p.max_new_tokens, micro_batch=p.micro_batch, lr=p.lr,
+                temperature=p.temperature)
 
 
 # ------------------------------------------------------------------------------------------ baseline
