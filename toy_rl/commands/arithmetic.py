@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..arithmetic import DEFAULTS, RULES, compare, entropy_check, format_summary, set_cpu_threads, summary
+from ..arithmetic import DEFAULTS, compare, entropy_check, format_summary, set_cpu_threads, summary
 from ..tasks import TASKS
+from . import expand_rules
 
 NAME = "arithmetic"
 HELP = "RL on a small transformer (arithmetic tasks) with symmetric / clip-higher / BAPO under staleness"
@@ -35,7 +36,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    rules = list(RULES) if args.rule == ["all"] else args.rule
+    rules = expand_rules(args.rule)
     if args.staleness is None:                       # --partial alone runs only the partial-rollout scenario
         args.staleness = [] if args.partial is not None else [0]
     if any(k < 0 for k in args.staleness):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..bandit.config import BanditConfig
 from ..bandit.experiments import RULES, STALENESSES, CurveWriter, format_table, summary_table, sweep
+from . import expand_rules
 
 NAME = "bandit"
 HELP = "train a softmax bandit with symmetric / clip-higher / BAPO clipping under staleness; 95%% bands over seeds"
@@ -45,18 +46,6 @@ def add_arguments(p):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _rules(names) -> list:
-    out = []
-    for name in names:
-        if name == "all":
-            out += [r for r in RULES if r not in out]
-        elif name in RULES:
-            out += [name] if name not in out else []
-        else:
-            raise ValueError(f"--rule: unknown rule {name!r}; choose from {', '.join(RULES)} or all")
-    return out
-
-
 def _clean(x):
     """NaN/inf -> None so the output is strict JSON."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -69,7 +58,7 @@ def _clean(x):
 
 
 def run(args) -> int:
-    rules = _rules(args.rule)
+    rules = expand_rules(args.rule)
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1; got {args.seeds}")
     if args.first_seed < 0:

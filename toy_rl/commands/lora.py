@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from . import expand_rules
+
 NAME = "lora"
 HELP = ("LoRA RL on a pretrained LM (default SmolLM2-135M-Instruct, offline on the CPU): held-out accuracy of the "
         "untouched model, then the clipping rules under staleness, each run resumable in its own folder")
@@ -55,18 +57,6 @@ def add_arguments(p):
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
-def _rules(names) -> list:
-    from ..lm.run import RULES
-    out = []
-    for name in names:
-        for rule in (RULES if name == "all" else [name]):
-            if rule not in RULES:
-                raise ValueError(f"--rule: unknown rule {rule!r}; choose from {', '.join(RULES)} or all")
-            if rule not in out:
-                out.append(rule)
-    return out
-
-
 def _check(args) -> None:
     for k in args.staleness:
         if k < 0:
@@ -102,7 +92,7 @@ def settings(args) -> dict:
 def run(args) -> int:
     from ..lm.run import SMOKE, baseline, compare_rules, format_table, make_task, task_label
 
-    rules = _rules(args.rule)
+    rules = expand_rules(args.rule)
     _check(args)
     task = make_task(args.task)                 # ValueError for an unknown name, FileNotFoundError for a bad .jsonl
     kw = settings(args)
