@@ -4,7 +4,7 @@ Builds Qwen2.5-7B-Instruct's architecture (toy_rl.lm.presets.SHAPES) in bf16
 directly on the GPU, random weights, adds LoRA on attention + MLP and gradient
 checkpointing (the ``qwen2.5-7b`` preset), and runs a few RL updates through the
 same code as ``toy_rl.rl.loop.train`` -- ``BatchSource`` for rollouts,
-``loop._update`` for the clipped update -- on a synthetic task over token ids
+``loop.update`` for the clipped update -- on a synthetic task over token ids
 (no tokenizer: prompts are random ids; the reward is the share of answer tokens
 in the lower half of the vocabulary, so groups get non-zero advantages). The
 stop token is the last id, which a random model practically never samples:
@@ -159,7 +159,7 @@ def main(argv=None) -> dict:
     from toy_rl.lm.lora import add_lora, count_trainable
     from toy_rl.lm.policy import HFPolicy
     from toy_rl.lm.presets import get_preset
-    from toy_rl.rl.loop import _update
+    from toy_rl.rl.loop import update
     from toy_rl.rl.sources import BatchSource
 
     dtype_name = args.dtype or ("bfloat16" if device.type == "cuda" else "float32")
@@ -205,7 +205,7 @@ def main(argv=None) -> dict:
         sync(device)
         t1 = time.perf_counter()
         rollout_peak = peak_gib(device, reset=True)
-        stats = _update(policy, optimizer, batch, rule, cfg)
+        stats = update(policy, optimizer, batch, rule, cfg)
         sync(device)
         t2 = time.perf_counter()
         update_peak = peak_gib(device, reset=True)

@@ -53,6 +53,19 @@ def test_interrupted_run_resumes_to_the_same_metrics(tmp_path, kw, monkeypatch):
     assert _strip(resumed) == _strip(full)
 
 
+def test_on_update_sees_each_update_before_its_step(tmp_path):
+    seen = []
+    keep = lambda record, batch, logp: seen.append((record["step"], record["ratio_max"], batch, logp))
+    records = train(_cfg(staleness=1, eval_every=0), _policy(), TASK, tmp_path, progress=False, on_update=keep)
+    assert [s for s, *_ in seen] == [r["step"] for r in records if "c_low" in r] == list(range(6))
+    for step, ratio_max, batch, logp in seen:
+        assert logp.shape == batch.old_logp.shape and not logp.requires_grad
+        m = batch.response_mask.bool()
+        assert (logp - batch.old_logp)[m].exp().max().item() == pytest.approx(ratio_max, rel=1e-5)
+        if step % 2 == 0:                                   # the first use of each batch is on-policy
+            assert torch.allclose(logp[m], batch.old_logp[m], atol=1e-4)
+
+
 def test_staleness_shows_in_the_metrics(tmp_path):
     reuse = train(_cfg(staleness=2, eval_every=0), _policy(), TASK, tmp_path / "r", progress=False)
     assert [r["staleness_mean"] for r in reuse[:6]] == [0, 1, 2, 0, 1, 2]
@@ -90,7 +103,7 @@ def test_bad_config():
 def test_micro_batches_give_the_full_batch_update(agg):
     """Gradient accumulation over micro-batches, with BAPO's bounds searched once for the whole batch."""
     from toy_rl.clipping import BAPO
-    from toy_rl.rl.loop import _update
+    from toy_rl.rl.loop import update
 
     policy = _policy()
     batch = BatchSource(policy, TASK, 3, 4, TASK.max_answer_chars + 1, seed=0).next(0)
@@ -101,7 +114,7 @@ def test_micro_batches_give_the_full_batch_update(agg):
     for micro in (None, 5):
         p = _policy()
         opt = torch.optim.SGD(p.trainable_parameters(), lr=0.1)
-        stats = _update(p, opt, batch, BAPO(), _cfg(agg=agg, micro_batch=micro))
+        stats = update(p, opt, batch, BAPO(), _cfg(agg=agg, micro_batch=micro))
         after.append((torch.cat([w.flatten() for w in p.trainable_parameters()]), stats))
     (full, s_full), (micro, s_micro) = after
     assert torch.allclose(full, micro, atol=1e-6)

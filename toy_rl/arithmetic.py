@@ -137,7 +137,7 @@ def entropy_check(task: str = "add", rules=RULES, stale_updates: int = 3, lr: fl
     Returns {rule: report} plus ``"error_slope"`` (log-log slope of the error against η, for BAPO).
     """
     from .rl.entropy_check import entropy_rule_check, error_slope
-    from .rl.loop import _update
+    from .rl.loop import update
     from .rl.sources import BatchSource
 
     t = get_task(task)
@@ -147,7 +147,7 @@ def entropy_check(task: str = "add", rules=RULES, stale_updates: int = 3, lr: fl
     cfg = RLConfig(lr=3e-4)
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
     for _ in range(stale_updates):
-        _update(policy, opt, batch, make_rule("symmetric"), cfg)
+        update(policy, opt, batch, make_rule("symmetric"), cfg)
     out = {r: entropy_rule_check(policy.model, batch, make_rule(r), lr) for r in rules}
     out["error_slope"] = error_slope(policy.model, batch, make_rule(rules[-1]))
     return out

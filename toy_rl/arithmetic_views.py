@@ -37,7 +37,7 @@ from .arithmetic import DEFAULTS, RULES, compare, curve, load_results, scenario_
 from .bandit.views import RULE_COLOURS, band, fixed_bounds, smooth, verdict_line
 from .clipping import BAPO, make_rule, policy_loss, token_ratio
 from .rl.entropy_check import QUADRANTS
-from .rl.loop import RLConfig, _update
+from .rl.loop import RLConfig, update
 from .rl.sources import BatchSource
 from .rl.tiny_policy import TinyPolicy
 from .stats import welch_test
@@ -458,7 +458,7 @@ def stale_batch(task: str = "add", staleness: int = 4, seed: int = 0, warmstart=
                          seed=seed)
     opt = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
     for version in range(staleness):
-        _update(policy, opt, source.next(version), make_rule(rule), cfg)
+        update(policy, opt, source.next(version), make_rule(rule), cfg)
     batch = source.next(staleness)
     with torch.no_grad():
         logp, _ = policy.score(batch.input_ids, batch.attention_mask, batch.start)
@@ -570,7 +570,7 @@ def partial_demo(task: str = "scratchpad", budget: int = 8, steps: int = 12, pro
         row = {"step": step, "groups": 0}
         if batch is not None:
             row.update(_batch_metrics(batch, step))
-            _update(policy, opt, batch, make_rule(rule), cfg)
+            update(policy, opt, batch, make_rule(rule), cfg)
             batches.append((step, batch))
         rows.append(row)
     return {"batches": batches, "steps": rows, "budget": budget, "task": t.name}

@@ -43,7 +43,6 @@ import torch
 
 from ..threads import single_thread
 from ..clipping import RULES as RULE_CLASSES
-from ..rl import loop
 from ..rl.logbook import read_jsonl
 from ..rl.loop import RLConfig, evaluate, train
 from ..rl.sources import MODES
@@ -280,51 +279,28 @@ def _finished(out: Path, cfg: RLConfig) -> list[dict] | None:
     return records if final and final[-1]["step"] == cfg.steps else None
 
 
-@contextlib.contextmanager
-def recording_updates(store: list):
-    """Keep a copy of what every update's loss sees (log-probs now, behaviour log-probs, advantages,
-    mask) while ``train`` runs, by wrapping the loss function the loop calls.
-
-    The loop has no per-update hook; this wraps ``toy_rl.rl.loop.policy_loss`` for the duration of the
-    block and restores it after (nothing else changes: the loss and its statistics are the original's).
-    Only calls with the run's own rule object are kept: with ``micro_batch`` the loop first measures the
-    whole batch with the rule, then calls the loss per micro-batch with the bounds it chose.
-    """
-    original = loop.policy_loss
-    run_rule = []
-
-    def policy_loss(logp, old_logp, advantages, mask, rule, **kw):
-        loss, stats = original(logp, old_logp, advantages, mask, rule, **kw)
-        if not run_rule:
-            run_rule.append(rule)           # the first call of a run is always the whole batch with its rule
-        if rule is not run_rule[0]:
-            return loss, stats
-        store.append(dict(logp=logp.detach().float().cpu().clone(), old_logp=old_logp.detach().float().cpu().clone(),
-                          advantages=advantages.detach().float().cpu().clone(), mask=mask.detach().cpu().bool(),
-                          c_low=stats["c_low"], c_high=stats["c_high"]))
-        return loss, stats
-
-    loop.policy_loss = policy_loss
-    try:
-        yield store
-    finally:
-        loop.policy_loss = original
-
-
-def _save_batches(out: Path, records: list[dict], captured: list[dict], agg: str) -> None:
-    """Match the captured updates to their steps (they are the last updates logged) and merge them
-    into ``batches.pt``, keyed by step."""
+def _save_batches(out: Path, captured: dict, agg: str) -> None:
+    """Merge what this session's updates saw (``{step: batch}``) into ``batches.pt``; a resumed run
+    replaces the steps it redid."""
     if not captured:
         return
-    steps = [r["step"] for r in records if not r.get("final") and "c_low" in r][-len(captured):]
     path = out / "batches.pt"
     kept = torch.load(path, weights_only=False) if path.is_file() else {}
-    kept = {s: b for s, b in kept.items() if s < (steps[0] if steps else math.inf)}
-    for step, batch in zip(steps, captured):
-        kept[step] = dict(batch, step=step, agg=agg)
+    kept = {s: b for s, b in kept.items() if s < min(captured)}
+    kept.update({step: dict(b, step=step, agg=agg) for step, b in captured.items()})
     tmp = path.with_suffix(".tmp")
     torch.save(kept, tmp)
     tmp.replace(path)
+
+
+def _keep_batch(store: dict):
+    """A ``train(on_update=...)`` hook keeping what each update's loss saw, keyed by step."""
+    def keep(record, batch, logp):
+        cpu = lambda t: t.detach().float().cpu().clone()
+        store[record["step"]] = dict(logp=cpu(logp), old_logp=cpu(batch.old_logp), advantages=cpu(batch.advantages),
+                                     mask=batch.response_mask.detach().cpu().bool(), c_low=record["c_low"],
+                                     c_high=record["c_high"])
+    return keep
 
 
 def run_lora(model=SMOLLM2, task="add", rule: str = "clip-higher", staleness: int = 0, mode: str = "reuse",
@@ -357,16 +333,15 @@ def run_lora(model=SMOLLM2, task="add", rule: str = "clip-higher", staleness: in
     if done is not None:
         return summarize(done, out_dir=out, resumed="finished")
     started = (out / "checkpoint.pt").is_file() and resume
-    captured: list = []
+    captured: dict = {}
     with cpu_threads(threads):
         t0 = time.perf_counter()
         policy = make_policy(model, task, seed, dtype=dtype, device=device, rank=rank, alpha=alpha, mlp=mlp,
                              gradient_checkpointing=gradient_checkpointing, share_prompts=share_prompts)
         load_seconds = time.perf_counter() - t0
-        with recording_updates(captured) if keep_batches else contextlib.nullcontext():
-            records = train(cfg, policy, task, out, resume=resume, progress=progress)
-        if keep_batches:
-            _save_batches(out, records, captured, cfg.agg)
+        records = train(cfg, policy, task, out, resume=resume, progress=progress,
+                        on_update=_keep_batch(captured) if keep_batches else None)
+        _save_batches(out, captured, cfg.agg)
     return summarize(records, out_dir=out, resumed="resumed" if started else "new", load_seconds=load_seconds,
                      wall_seconds=time.perf_counter() - t0)
 

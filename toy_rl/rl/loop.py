@@ -81,7 +81,16 @@ def evaluate(policy, task, problems, max_new_tokens: int, batch_size: int = 256)
     return total / max(len(problems), 1)
 
 
-def _update(policy, optimizer, batch, rule, cfg) -> dict:
+def update(policy, optimizer, batch, rule, cfg: RLConfig) -> dict:
+    """One clipped policy-gradient update on ``batch`` (the inner loop of BAPO Algorithm 1, lines 4-11):
+    score the batch under the current policy, ``policy_loss`` with ``rule`` (BAPO searches its bounds
+    here), backward (in ``cfg.micro_batch`` chunks if set), clip the gradient norm, step the optimizer.
+    Returns the loss statistics plus ``grad_norm`` and ``entropy`` (mean over answer tokens)."""
+    return _update(policy, optimizer, batch, rule, cfg)[0]
+
+
+def _update(policy, optimizer, batch, rule, cfg):
+    """:func:`update`, also returning the detached log-probs the loss saw (before the step)."""
     policy.train()
     optimizer.zero_grad(set_to_none=True)
     if cfg.micro_batch is None or cfg.micro_batch >= batch.input_ids.shape[0]:
@@ -91,14 +100,14 @@ def _update(policy, optimizer, batch, rule, cfg) -> dict:
                                   rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
         loss.backward()
     else:
-        stats, entropy, mask = _accumulate(policy, batch, rule, cfg)
+        stats, entropy, mask, logp = _accumulate(policy, batch, rule, cfg)
     params = [p for p in policy.trainable_parameters() if p.grad is not None]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
     optimizer.step()
     policy.eval()
     stats["grad_norm"] = float(grad_norm)
     stats["entropy"] = float((entropy.detach() * mask).sum() / mask.sum())
-    return stats
+    return stats, logp.detach()
 
 
 def _accumulate(policy, batch, rule, cfg):
@@ -126,7 +135,7 @@ def _accumulate(policy, batch, rule, cfg):
                   }.get(cfg.agg, torch.tensor(mask[s].shape[0] / B))
         loss, _ = policy_loss(score(s)[0], old[s], adv[s], mask[s], fixed, agg=cfg.agg, dual_clip=cfg.dual_clip)
         (loss * weight).backward()
-    return stats, entropy, mask
+    return stats, entropy, mask, logp
 
 
 def _batch_metrics(batch, version: int) -> dict:
@@ -143,9 +152,13 @@ def _batch_metrics(batch, version: int) -> dict:
 
 
 def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: bool = True,
-          heldout=None) -> list[dict]:
+          heldout=None, on_update=None) -> list[dict]:
     """Run (or resume) RL; returns the metric records. Files in ``out_dir``:
-    ``config.json``, ``metrics.jsonl`` (one line per update), ``checkpoint.pt``."""
+    ``config.json``, ``metrics.jsonl`` (one line per update), ``checkpoint.pt``.
+
+    ``on_update(record, batch, logp)``, if given, is called after every update with the step's
+    metric record, the batch it trained on and the log-probs its loss saw (detached, before the step).
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(cfg.seed)
@@ -172,7 +185,10 @@ def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: b
         batch = source.next(step)
         if batch is not None:
             record.update(_batch_metrics(batch, step))
-            record.update(_update(policy, optimizer, batch, rule, cfg))
+            stats, logp = _update(policy, optimizer, batch, rule, cfg)
+            record.update(stats)
+            if on_update is not None:
+                on_update(record, batch, logp)
         record["seconds"] = time.perf_counter() - t0
         log.write(record)
         bar.set_postfix({k: f"{record[k]:.3f}" for k in ("reward_mean", "entropy", "c_high") if k in record})
