@@ -45,6 +45,18 @@ class Mistake:
     hint: str
 
 
+def _verdict(ok, expected, got):
+    """(True, "") if every entry matched, else which entries differ, with both arrays."""
+    if ok.all():
+        return True, ""
+    if expected.ndim == 0:
+        return False, f"expected {fmt(expected)}, got {fmt(got)}"
+    bad = [tuple(int(i) for i in ix) for ix in np.argwhere(~ok)]
+    where = ", ".join(str(ix[0] if len(ix) == 1 else ix) for ix in bad[:6]) + (" ..." if len(bad) > 6 else "")
+    return False, (f"{len(bad)} of {expected.size} entries differ (at {where})\n      expected {fmt(expected)}\n"
+                   f"      got      {fmt(got)}")
+
+
 def close(rtol: float = 1e-6, atol: float = 1e-9):
     """Compare numbers (scalars, arrays, tensors, tuples of them) up to rtol/atol; NaN equals NaN."""
     def compare(expected, got):
@@ -58,13 +70,7 @@ def close(rtol: float = 1e-6, atol: float = 1e-9):
                 return False, f"expected shape {e.shape}, got shape {g.shape}"
         g = g.astype(np.float64)
         ok = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
-        if ok.all():
-            return True, ""
-        if e.ndim == 0:
-            return False, f"expected {fmt(e)}, got {fmt(g)}"
-        bad = [tuple(int(i) for i in ix) for ix in np.argwhere(~ok)]
-        where = ", ".join(str(ix[0] if len(ix) == 1 else ix) for ix in bad[:6]) + (" ..." if len(bad) > 6 else "")
-        return False, f"{len(bad)} of {e.size} entries differ (at {where})\n      expected {fmt(e)}\n      got      {fmt(g)}"
+        return _verdict(ok, e, g)
     return compare
 
 
@@ -81,13 +87,7 @@ def exact(as_bool: bool = False):
                 return False, f"expected True/False values, got {fmt(g)}"
             e, g = e.astype(bool), g.astype(bool)
         ok = e == g
-        if ok.all():
-            return True, ""
-        if e.ndim == 0:
-            return False, f"expected {fmt(e)}, got {fmt(g)}"
-        bad = [tuple(int(i) for i in ix) for ix in np.argwhere(~ok)]
-        where = ", ".join(str(ix[0] if len(ix) == 1 else ix) for ix in bad[:6]) + (" ..." if len(bad) > 6 else "")
-        return False, f"{len(bad)} of {e.size} entries differ (at {where})\n      expected {fmt(e)}\n      got      {fmt(g)}"
+        return _verdict(ok, e, g)
     return compare
 
 
