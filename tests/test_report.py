@@ -1,0 +1,83 @@
+"""`toy-rl report`: each rung's report in smoke mode (into tmp_path), as one self-contained HTML file and as
+Markdown with its PNGs beside it; bad input fails with one clear line before any work."""
+import re
+
+import pytest
+
+from toy_rl.cli import main
+from toy_rl.report import ReportError, build_report, write_report
+from toy_rl.report.document import check_out, to_markdown
+
+
+@pytest.fixture(scope="module")
+def rung1():
+    return build_report(1, smoke=True, progress=False)
+
+
+def test_rung1_html_is_one_self_contained_page(rung1, tmp_path):
+    [path] = write_report(rung1, tmp_path / "r1.html", "html")
+    page = path.read_text()
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    images = re.findall(r"<img [^>]*src='([^']*)'", page)
+    assert len(images) == len(rung1.figures) == 2
+    assert all(src.startswith("data:image/png;base64,iVBORw0KGgo") for src in images)   # PNGs, embedded
+    assert not re.search(r"(src|href)=['\"](?!data:)", page)                              # nothing to fetch
+    assert page.count("<tr>") == 1 + 3 * 3                    # header + 3 stalenesses x 3 rules (smoke)
+    for text in ("final reward", "mean reward", "p (mean reward)", "toy-rl report --rung 1 --smoke", "SMOKE",
+                 "Machine", "Welch"):
+        assert text in page
+    assert list(tmp_path.iterdir()) == [path]                  # no PNG beside it
+
+
+def test_rung1_table_has_bands_and_welch_against_symmetric(rung1):
+    t = rung1.table
+    rows = {(r[0], r[1]): dict(zip(t.headers, r)) for r in t.rows}
+    assert set(rows) == {(k, rule) for k in ("0", "2", "4") for rule in ("symmetric", "clip-higher", "bapo")}
+    assert re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", rows["4", "bapo"]["mean reward"])
+    assert rows["4", "symmetric"]["p (mean reward)"] == "" and rows["4", "bapo"]["p (mean reward)"] != ""
+    assert rows["0", "bapo"]["p (mean reward)"] == "1"        # on-policy the rules are the same run
+    assert not rung1.verdicts and "notebooks 02" in rung1.notes[0]
+
+
+def test_rung2_markdown_writes_pngs_beside_it(tmp_path):
+    report = build_report(2, smoke=True, runs=tmp_path / "runs", progress=False)
+    files = write_report(report, tmp_path / "out" / "rung2.md", "md")
+    md = files[0].read_text()
+    for png in files[1:]:
+        assert png.parent == files[0].parent and png.read_bytes()[:4] == b"\x89PNG"
+        assert f"]({png.name})" in md
+    assert len(report.verdicts) == 5 and all(v.startswith(f"claim {i}") for i, v in enumerate(report.verdicts, 1))
+    assert "## Summary" in md and "| reuse-2 | bapo |" in md and "claim 5" in md
+    assert "SMOKE" in dict(report.facts)["Configuration"]
+
+
+def test_rung3_with_a_tiny_model(tmp_path):
+    lm = pytest.importorskip("test_lm_run", reason="rung 3 needs the llm extra (transformers, peft)")
+    report = build_report(3, smoke=True, runs=tmp_path, progress=False, model=lm.tiny_llama)
+    ks = {row[0] for row in report.table.rows}
+    assert ks == {"0", "1"} and len(report.table.rows) == 4      # 3 rules at staleness 1 + on-policy clip-higher
+    assert len(report.verdicts) == 5 and len(report.figures) == 2
+    assert "s.e." in report.table.rows[0][4]                     # one seed: ± binomial standard error
+    assert "claim 1" in to_markdown(report, ["a.png", "b.png"])
+
+
+def test_cli_report(tmp_path, capsys):
+    assert main(["report", "--rung", "1", "--smoke", "--out", str(tmp_path / "r.md"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "Written:" in out and (tmp_path / "r.md").is_file() and (tmp_path / "r-rules.png").is_file()
+
+
+def test_bad_input_fails_clearly(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["report", "--rung", "5"])
+    assert exit_.value.code == 2 and "invalid choice: 5" in capsys.readouterr().err
+    with pytest.raises(ReportError, match="--rung must be one of 1, 2, 3"):
+        build_report(7)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["report", "--rung", "1", "--smoke", "--out", str(blocker / "r.html")]) == 2
+    assert "--out: cannot create the folder" in capsys.readouterr().err
+    assert main(["report", "--rung", "1", "--smoke", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    assert "--seeds must be an integer >= 1" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--format"):
+        check_out(tmp_path / "x.pdf", "pdf")

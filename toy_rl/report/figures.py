@@ -1,0 +1,254 @@
+"""The key plot of each notebook (00-06), rendered from its full configuration into small PNGs with a caption
+each: ``toy-rl figures [--only NAME ...] [--out docs/figures] [--smoke]``.
+
+Every figure is drawn by the function its notebook calls (:mod:`toy_rl.surrogate`, :mod:`toy_rl.bandit.views`,
+:mod:`toy_rl.arithmetic_views`, :mod:`toy_rl.lm.views`) on runs made by the existing runners
+(:mod:`toy_rl.report.runs`): the long ones (rung 2's sweep, rung 3's LoRA runs) are read back from their run
+folders under ``runs/`` when they are finished there, so regenerating the figures reruns nothing that is done.
+
+Beside the PNGs: ``captions.json`` (per figure: caption, configuration, where the runs came from, seconds, size,
+machine, date, command) and ``README.md`` (the figures with their captions). ``--only`` regenerates some
+figures and keeps the others' entries. ``smoke=True`` draws tiny versions (for tests: a few seconds each) and
+refuses to write into ``docs/figures``.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from matplotlib.figure import Figure
+from tqdm.auto import tqdm
+
+from ..threads import single_thread
+from .machine import describe_machine, utc_now
+from .png import png_bytes
+from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_runs, bandit_note, bandit_runs, llm_missing,
+                   lora_runs, smoke_root)
+
+DOCS_FIGURES = Path("docs/figures")
+SMOKE_OUT = Path("runs/figures-smoke")        # the command's default for --smoke (runs/ is not committed)
+FOCUS = 4              # the staleness the rule-by-rule figures show (notebooks 02, 04, 06)
+PARTIAL_BUDGET = 8     # notebook 05's token budget per answer per step
+
+
+class Unavailable(RuntimeError):
+    """A figure that cannot be drawn on this machine (e.g. rung 3 without the llm extra); the message says why."""
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str
+    notebook: str
+    title: str
+    build: Callable[..., tuple[Figure, dict]]    # (smoke, runs root, progress, model) -> (figure, caption parts)
+
+
+# === the builders: each returns (figure, {"what", "config", "source"}) ===========================================
+
+def _clipping(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..surrogate import compare_rules, plot_surrogate
+    from ..synthetic import stale_batch
+    from ..tour import default_rules
+    sizes = dict(n_prompts=8, max_tokens=64) if smoke else dict(n_prompts=64, max_tokens=256)
+    batch = stale_batch(drift=0.3, group_size=8, seed=0, **sizes)
+    rules = default_rules()
+    stats = compare_rules(batch, rules)
+    fig = Figure(figsize=(11, 9), layout="constrained")
+    for row, (name, rule) in zip(fig.subplots(3, 2, sharex=True), rules.items()):
+        ranges = (rule.low_range, rule.high_range) if name == "bapo" else None
+        plot_surrogate(row, stats[name]["c_low"], stats[name]["c_high"], label=name, search_ranges=ranges)
+    b = stats["bapo"]
+    return fig, dict(
+        what=("The clipped surrogate min(r·A, clip(r)·A) of each rule at the bounds it used, for A > 0 (left) and "
+              "A < 0 (right); shaded green: where a token still sends a gradient. BAPO's search moved its bounds "
+              f"to [{b['c_low']:.2f}, {b['c_high']:.2f}] (ρ {b['rho_before']:.2f} → {b['rho']:.2f}, target 0.4)"),
+        config=(f"one synthetic stale GRPO batch (toy_rl.synthetic.stale_batch: {sizes['n_prompts']} prompts × 8 "
+                f"answers, up to {sizes['max_tokens']} tokens, drift 0.3 = std of log r, seed 0)"),
+        source="computed now (a fraction of a second)")
+
+
+def _entropy_rule(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..bandit.views import entropy_rule_scatter
+    n = 1500 if smoke else 10_000
+    fig, signs = entropy_rule_scatter(n, 16, 0, eta=0.01)
+    return fig, dict(
+        what=("The Entropy-Clip Rule checked on random softmaxes: exact one-step entropy change against its "
+              f"first-order prediction. Sign agreement: natural step vs the printed form {signs['paper_natural']:.1%}, "
+              f"vanilla step vs its own form {signs['paper_vanilla']:.1%}, vanilla step vs the printed form "
+              f"{signs['paper_form_on_vanilla_step']:.1%} (the dropped π factor)"),
+        config=f"{n} random instances, K = 16 tokens, η = 0.01, seed 0 (toy_rl.bandit.views.entropy_rule_scatter)",
+        source="computed now")
+
+
+def _bandit_rules(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..bandit.views import rule_bands
+    c = RUNG1_SMOKE if smoke else RUNG1
+    results, cfg = bandit_runs((FOCUS,), c["seeds"], c["steps"], progress=progress)
+    fig, means = rule_bands(results, FOCUS)
+    return fig, dict(
+        what=(f"The three rules on the bandit at staleness {FOCUS} (reuse: one batch serves {FOCUS + 1} updates), "
+              "mean and 95% band over seeds. Mean expected reward over updates: "
+              + ", ".join(f"{r} {m['expected_reward']:.3f}" for r, m in means.items())
+              + f"; BAPO's bounds average [{means['bapo']['c_low']:.2f}, {means['bapo']['c_high']:.2f}]"),
+        config=bandit_note(cfg, c["seeds"]) + f", staleness {FOCUS}",
+        source="computed now (toy_rl.bandit.sweep)")
+
+
+def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..bandit import BanditConfig, simulate
+    from ..bandit.views import replay_batches, rho_bound_figure
+    c = RUNG1_SMOKE if smoke else RUNG1
+    cfg = BanditConfig(steps=c["steps"], staleness=FOCUS)     # one symmetric run, its batches replayed
+    run = simulate(cfg, "symmetric", range(c["seeds"]), keep_logits=True)
+    fig, curves = rho_bound_figure(replay_batches(run), rho0=0.4)
+    low = {k: curves.get(("c_low", k, "ρ below target")) for k in ("grad", "all")}
+    moved = "; ".join(f"count={k!r}: c_low 0.6 → 0.9 moves ρ {v[0]:.3f} → {v[-1]:.3f}"
+                      for k, v in low.items() if v is not None)
+    return fig, dict(
+        what=("What BAPO's ρ counts decides what its bounds do: ρ against c_low (left) and c_high (right) on the "
+              "batches of a stale symmetric run, counting only gradient-carrying tokens (green, BAPO's default) or "
+              f"all tokens (red, Eq. 8 and the authors' code). {moved}"),
+        config=bandit_note(cfg, c["seeds"]) + f", staleness {FOCUS}, symmetric rule, every batch replayed",
+        source="computed now (toy_rl.bandit.simulate + toy_rl.bandit.views.replay_batches)")
+
+
+def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..arithmetic_views import rule_bands
+    results, source, note = arithmetic_runs(runs, "add", (FOCUS,), smoke=smoke, progress=progress)
+    scenario = f"reuse-{FOCUS}"
+    fig, means = rule_bands(results, scenario)
+    return fig, dict(
+        what=(f"Rung 2, the three rules on the warm-started 212k-parameter GPT ({scenario}: one rollout serves "
+              f"{FOCUS + 1} updates), 95% bands over seeds. Mean held-out accuracy over training: "
+              + ", ".join(f"{r} {m['accuracy']:.3f}" for r, m in means.items())),
+        config=f"task add, {scenario}; " + note, source=source)
+
+
+def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..arithmetic_views import rule_bands
+    results, source, note = arithmetic_runs(runs, "scratchpad", (), partial=PARTIAL_BUDGET, smoke=smoke,
+                                            progress=progress)
+    scenario = f"partial-{PARTIAL_BUDGET}"
+    fig, means = rule_bands(results, scenario)
+    return fig, dict(
+        what=(f"Rung 2 under partial rollout: at most {PARTIAL_BUDGET} new tokens per answer per step, unfinished "
+              "answers resumed by the next policy, so one answer mixes policy versions; the three rules, 95% bands "
+              "over seeds. Mean held-out accuracy over training: "
+              + ", ".join(f"{r} {m['accuracy']:.3f}" for r, m in means.items())),
+        config=f"task scratchpad, {scenario}; " + note, source=source)
+
+
+def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..lm.views import rules_view
+    missing = llm_missing() if model is None else None
+    if missing:
+        raise Unavailable(missing)
+    c = RUNG3_SMOKE if smoke else RUNG3
+    k = max(c["stalenesses"]) if smoke else FOCUS
+    summaries, note = lora_runs(runs, (k,), c["seeds"], smoke=smoke, progress=progress, model=model)
+    fig, means = rules_view(summaries, k)
+    return fig, dict(
+        what=(f"Rung 3, LoRA RL on {'SmolLM2-135M-Instruct' if model is None else 'a test model'} (2-digit "
+              f"addition, 3-shot prompt) at staleness {k}, the "
+              "three rules (per-update metrics: mean of 5). Final held-out accuracy: "
+              + ", ".join(f"{r} {m['final_accuracy']:.2f}" for r, m in means.items())),
+        config=f"staleness {k} (reuse); " + note,
+        source=f"toy_rl.lm.run.compare_rules under {runs / 'lora'} (finished runs read back, missing ones run)")
+
+
+FIGURES = {s.name: s for s in (
+    FigureSpec("00-clipping", "00_clipping", "The clipped surrogate of each rule", _clipping),
+    FigureSpec("01-entropy-rule", "01_entropy_clip_rule", "The Entropy-Clip Rule on 10,000 softmaxes", _entropy_rule),
+    FigureSpec("02-bandit-rules", "02_off_policy_bandit", "Three rules on the bandit under staleness", _bandit_rules),
+    FigureSpec("03-bapo-balance", "03_bapo_balance", "What ρ counts decides where the bounds go", _bapo_balance),
+    FigureSpec("04-arithmetic-rules", "04_arithmetic_transformer", "Three rules on a small transformer",
+               _arithmetic_rules),
+    FigureSpec("05-partial-rollout", "05_partial_rollout", "Three rules under partial rollout", _partial_rollout),
+    FigureSpec("06-lora-rules", "06_lora_real_lm", "Three rules on SmolLM2-135M with LoRA", _lora_rules),
+)}
+
+
+def select(names=None) -> list[FigureSpec]:
+    """The figures named (full name, or its two-digit notebook number, e.g. "04"); all when ``names`` is empty."""
+    if not names:
+        return list(FIGURES.values())
+    by_number = {s.name[:2]: s for s in FIGURES.values()}
+    out = []
+    for name in names:
+        spec = FIGURES.get(name) or by_number.get(name)
+        if spec is None:
+            raise ValueError(f"unknown figure {name!r}; choose from {', '.join(FIGURES)} (or their numbers 00-06)")
+        if spec not in out:
+            out.append(spec)
+    return out
+
+
+def caption_line(entry: dict) -> str:
+    """One caption: what it shows, the configuration, where the runs came from, machine, time."""
+    smoke = "SMOKE VERSION (tiny settings, not a result). " if entry["smoke"] else ""
+    return (f"{smoke}{entry['what']}. Config: {entry['config']}. Runs: {entry['source']}. Rendered {entry['date']} "
+            f"in {entry['seconds']:.0f} s on {entry['machine']}.")
+
+
+def regenerate_command(name: str, out=DOCS_FIGURES, smoke: bool = False) -> str:
+    """The command that redraws one figure into ``out``."""
+    where = "" if Path(out) == DOCS_FIGURES else f" --out {out}"
+    return f"toy-rl figures --only {name}{where}" + (" --smoke" if smoke else "")
+
+
+def render_figures(names=None, out=DOCS_FIGURES, smoke: bool = False, runs=None, progress: bool = True,
+                   model=None) -> list[dict]:
+    """Draw the selected figures into ``out`` (``<name>.png``), update ``captions.json`` and ``README.md``
+    there, and return one entry per figure (``skipped`` holds the reason for one that could not be drawn).
+
+    ``runs``: root of the run folders (default ``runs``; smoke: a fresh temporary folder). ``model``: rung 3's
+    model (default SmolLM2-135M-Instruct; the tests pass a tiny random one)."""
+    specs = select(names)
+    out = Path(out)
+    if smoke and out.resolve() == DOCS_FIGURES.resolve():
+        raise ValueError(f"smoke figures never go to {DOCS_FIGURES} (it holds the full ones): pass another --out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"--out: cannot create {out}: {err.strerror or err}") from None
+    root = smoke_root(runs) if smoke else Path(runs or "runs")
+    entries = []
+    with single_thread():
+        for spec in tqdm(specs, desc="figures", unit="figure", disable=not progress):
+            t0 = time.perf_counter()
+            try:
+                fig, parts = spec.build(smoke, root, progress, model)
+            except Unavailable as why:
+                entries.append(dict(name=spec.name, notebook=spec.notebook, title=spec.title, skipped=str(why)))
+                continue
+            png = png_bytes(fig)
+            (out / f"{spec.name}.png").write_bytes(png)
+            entry = dict(name=spec.name, notebook=spec.notebook, title=spec.title, file=f"{spec.name}.png",
+                         bytes=len(png), seconds=round(time.perf_counter() - t0, 1), smoke=smoke,
+                         machine=describe_machine(), date=utc_now(),
+                         command=regenerate_command(spec.name, out, smoke), **parts)
+            entry["caption"] = caption_line(entry)
+            entries.append(entry)
+    _write_index(out, [e for e in entries if "skipped" not in e])
+    return entries
+
+
+def _write_index(out: Path, entries: list[dict]) -> None:
+    """Merge ``entries`` into ``captions.json`` (by name, in notebook order) and rewrite ``README.md``."""
+    path = out / "captions.json"
+    kept = json.loads(path.read_text()) if path.is_file() else {}
+    kept.update({e["name"]: e for e in entries})
+    kept = {name: kept[name] for name in sorted(kept)}
+    path.write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
+    lines = ["# Figures", "",
+             "The key plot of each notebook, rendered from its full configuration by `toy-rl figures` "
+             "(one figure: `toy-rl figures --only 04`). Long runs are read back from their run folders under "
+             "`runs/` when finished there; `captions.json` holds the same captions with every field.", ""]
+    for e in kept.values():
+        lines += [f"## {e['name'][:2]} · {e['title']} (`notebooks/{e['notebook']}.ipynb`)", "",
+                  f"![{e['title']}]({e['file']})", "", e["caption"],
+                  "", f"Regenerate: `{e['command']}` ({e['seconds']:.0f} s here, {e['bytes'] // 1000} KB).", ""]
+    (out / "README.md").write_text("\n".join(lines))

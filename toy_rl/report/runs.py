@@ -1,0 +1,158 @@
+"""The default comparison of each rung, run (or read back) through the existing runners, for the figures and
+the reports. Nothing here trains or computes statistics itself:
+
+* rung 1: :func:`toy_rl.bandit.sweep` (seconds; always run now);
+* rung 2: :func:`toy_rl.arithmetic_views.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic`` when
+  they hold every (scenario, rule) with enough finished seeds, else :func:`toy_rl.arithmetic.compare` into the
+  same folder, which resumes: a second call only reads;
+* rung 3: :func:`toy_rl.lm.run.compare_rules` under ``<runs>/lora``, which reads back every finished run whose
+  config matches and runs (or resumes) the others.
+
+What this module adds is the bookkeeping a caption needs: which configuration the runs on disk were actually
+made with (read from each run's ``config.json``), and whether that is the default full one.
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from ..arithmetic import DEFAULTS as RUNG2
+from ..arithmetic import RULES
+from ..bandit import BanditConfig, sweep
+
+# --- rung 1 ------------------------------------------------------------------------------------------
+
+RUNG1 = dict(stalenesses=(0, 2, 4, 8), seeds=20, steps=BanditConfig().steps)
+RUNG1_SMOKE = dict(stalenesses=(0, 2, 4), seeds=4, steps=100)
+
+
+def bandit_runs(stalenesses=RUNG1["stalenesses"], seeds: int = RUNG1["seeds"], steps: int = RUNG1["steps"],
+                rules=RULES, progress: bool = True, **config) -> tuple[dict, BanditConfig]:
+    """:func:`toy_rl.bandit.sweep` of the default bandit: ({(staleness, rule): BanditRun}, config)."""
+    cfg = BanditConfig(steps=steps, **config)
+    return sweep(cfg, stalenesses, rules, range(seeds), progress=progress), cfg
+
+
+def bandit_note(cfg: BanditConfig, seeds: int) -> str:
+    """The bandit's settings in a few words."""
+    return (f"preset {cfg.preset}, K={cfg.n_tokens} tokens, S={cfg.n_contexts} contexts, G={cfg.group_size}, "
+            f"{cfg.steps} updates, η={cfg.lr}, {cfg.pg} PG, staleness by {cfg.mode}; {seeds} seeds")
+
+
+# --- rung 2 ------------------------------------------------------------------------------------------
+
+RUNG2_SEEDS = 5        # the logged sweep of the README ("What rung 2 finds")
+# Smoke: the notebooks' own tiny warm start (1 layer, d_model 32; cached after the first use) and a few updates.
+RUNG2_SMOKE = dict(steps=6, prompts=4, group_size=4, eval_every=3, eval_size=16, checkpoint_every=3)
+RUNG2_SMOKE_SEEDS = 2
+RL_NOTE_KEYS = ("steps", "prompts", "group_size", "lr", "eval_size")
+
+
+def smoke_warmstart(task: str):
+    """The tiny warm start notebooks 04/05 use in smoke mode (trains in seconds, then cached)."""
+    from ..model.gpt import ModelConfig
+    from ..warmstart import WarmstartConfig
+    block = 64 if task == "scratchpad" else 32
+    return WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=block), max_steps=30,
+                           batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
+
+
+def smoke_root(runs) -> Path:
+    """Where smoke runs go: ``runs`` if given, else a fresh temporary folder (never the logged runs/)."""
+    return Path(runs) if runs is not None else Path(tempfile.mkdtemp(prefix="toy_rl_smoke_"))
+
+
+def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: int | None = None,
+                    seeds: int | None = None, steps: int | None = None, smoke: bool = False, progress: bool = True,
+                    on_policy_rules=None) -> tuple[dict, str, str]:
+    """Rung 2's runs of ``task`` through the runner: (results {(scenario, rule): [records per seed]},
+    source line, config note). Full: ``<runs>/arithmetic`` (``<runs>/arithmetic-steps<N>`` for another number of
+    updates, so runs of another length are never mixed in); smoke: the tiny warm start and
+    :data:`RUNG2_SMOKE` in ``<runs>/arithmetic-smoke``. Uses the first ``seeds`` finished seeds."""
+    from ..arithmetic_views import load_or_compare
+    seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
+    if smoke:
+        overrides = dict(RUNG2_SMOKE, warmstart=smoke_warmstart(task))
+        if steps:
+            overrides["steps"] = steps
+        root = Path(runs) / "arithmetic-smoke"
+    else:
+        overrides = {} if not steps or steps == RUNG2["steps"] else {"steps": steps}
+        root = Path(runs) / ("arithmetic" if not overrides else f"arithmetic-steps{steps}")
+    results, source = load_or_compare(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
+                                      progress=progress, on_policy_rules=on_policy_rules, **overrides)
+    results = {key: runs_[:seeds] for key, runs_ in results.items()}
+    expected = {**RUNG2, **{k: v for k, v in overrides.items() if k != "warmstart"}}
+    return results, source, arithmetic_note(root / task, list(results), seeds, expected, smoke)
+
+
+def _distinct(configs: list[dict], key: str) -> str:
+    values = sorted({json.dumps(c.get(key)) for c in configs})
+    return "/".join(values)
+
+
+def config_note(configs: list[dict], seeds: int, expected: dict, smoke: str | None = None) -> str:
+    """The settings runs were made with (their ``config.json`` contents), in a few words; says so when they are
+    not ``expected`` (the default full configuration), or starts with ``smoke`` for a smoke run."""
+    if not configs:
+        return "settings unknown (no config.json found)"
+    note = (f"{_distinct(configs, 'steps')} updates, {_distinct(configs, 'prompts')} prompts × "
+            f"{_distinct(configs, 'group_size')} answers, lr {_distinct(configs, 'lr')}, held-out set of "
+            f"{_distinct(configs, 'eval_size')} problems; {seeds} seed(s) per rule")
+    if smoke:
+        return f"SMOKE ({smoke}; not a result): " + note
+    off = {k: _distinct(configs, k) for k in RL_NOTE_KEYS if _distinct(configs, k) != json.dumps(expected[k])}
+    if off:
+        return note + " — NOT the default full configuration (" + ", ".join(
+            f"{k} {v} vs {expected[k]}" for k, v in off.items()) + ")"
+    return note + " (the default full configuration)"
+
+
+def arithmetic_note(root: Path, keys, seeds: int, expected: dict, smoke: bool) -> str:
+    """:func:`config_note` of the first ``seeds`` run folders of each (scenario, rule) in ``keys``."""
+    configs = [json.loads((d / "config.json").read_text()) for scenario, rule in keys
+               for d in sorted((root / scenario / rule).glob("seed*"))[:seeds] if (d / "config.json").is_file()]
+    return config_note(configs, seeds, expected, "tiny warm start, a few updates" if smoke else None)
+
+
+# --- rung 3 ------------------------------------------------------------------------------------------
+
+RUNG3 = dict(stalenesses=(2, 4), seeds=1)         # notebook 06's defaults (STALENESSES, SEEDS); 40 updates each
+RUNG3_SMOKE = dict(stalenesses=(1,), seeds=1)      # as notebook 06 in smoke mode: two updates per run
+
+
+def llm_missing() -> str | None:
+    """Why rung 3 cannot run here (a missing package of the llm extra, or the SmolLM2 weights), or None."""
+    import importlib.util
+    from ..lm.load import smollm2_gguf
+    for mod in ("transformers", "peft", "gguf"):
+        if importlib.util.find_spec(mod) is None:
+            return f"rung 3 needs {mod}: pip install 'toy_rl[llm]'"
+    try:
+        smollm2_gguf()
+    except (ImportError, FileNotFoundError) as err:
+        return str(err)
+    return None
+
+
+def lora_runs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
+              smoke: bool = False, progress: bool = True, on_policy: bool = False, model=None,
+              **run_kwargs) -> tuple[list[dict], str]:
+    """Rung 3's runs through :func:`toy_rl.lm.run.compare_rules` under ``<runs>/lora``: the three rules at each
+    staleness, plus (``on_policy``) notebook 06's on-policy clip-higher run. Returns (run summaries, config note).
+    ``model``: default SmolLM2-135M-Instruct; the tests pass a tiny random model."""
+    from ..lm.load import SMOLLM2
+    from ..lm.run import DEFAULTS as RUNG3_RL
+    from ..lm.run import compare_rules
+    model = model or SMOLLM2
+    kw = dict(seeds=range(seeds), model=model, task="add", steps=steps, out_dir=Path(runs) / "lora", smoke=smoke,
+              progress=progress, **run_kwargs)
+    out = compare_rules(RULES, stalenesses, **kw)["runs"]
+    if on_policy:
+        out += compare_rules(("clip-higher",), (0,), **kw)["runs"]
+    configs = [json.loads((Path(s["out_dir"]) / "config.json").read_text()) for s in out
+               if (Path(s["out_dir"]) / "config.json").is_file()]
+    expected = dict(RUNG3_RL, steps=steps or RUNG3_RL["steps"])
+    note = config_note(configs, seeds, expected, "two updates on small batches" if smoke else None)
+    return out, note
