@@ -24,7 +24,7 @@ def test_rung1_html_is_one_self_contained_page(rung1, tmp_path):
     assert not re.search(r"(src|href)=['\"](?!data:)", page)                              # nothing to fetch
     assert page.count("<tr>") == 1 + 3 * 3                    # header + 3 stalenesses x 3 rules (smoke)
     for text in ("final reward", "mean reward", "p (mean reward)", "toy-rl report --rung 1 --smoke", "SMOKE",
-                 "Machine", "Welch"):
+                 "Machine", "Welch", "claim 1 (staleness", "claim 5 ("):
         assert text in page
     assert list(tmp_path.iterdir()) == [path]                  # no PNG beside it
 
@@ -36,7 +36,17 @@ def test_rung1_table_has_bands_and_welch_against_symmetric(rung1):
     assert re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", rows["4", "bapo"]["mean reward"])
     assert rows["4", "symmetric"]["p (mean reward)"] == "" and rows["4", "bapo"]["p (mean reward)"] != ""
     assert rows["0", "bapo"]["p (mean reward)"] == "1"        # on-policy the rules are the same run
-    assert not rung1.verdicts and "notebooks 02" in rung1.notes[0]
+
+
+def test_rung1_has_the_verdicts_notebook_02_prints(rung1):
+    from toy_rl.bandit import claim_verdicts
+    from toy_rl.report.runs import RUNG1_SMOKE, bandit_runs
+    assert len(rung1.verdicts) == 5 and all(v.startswith(f"claim {i} (") for i, v in enumerate(rung1.verdicts, 1))
+    results, _ = bandit_runs(RUNG1_SMOKE["stalenesses"], RUNG1_SMOKE["seeds"], RUNG1_SMOKE["steps"], progress=False)
+    assert rung1.verdicts == claim_verdicts(results)           # the same function on the same sweep
+    assert "toy_rl.bandit.verdicts.claim_verdicts" in rung1.notes[0]
+    md = to_markdown(rung1, ["a.png", "b.png"])
+    assert "## The paper's claims at this scale" in md and "- claim 5 (BAPO > clip-higher" in md
 
 
 def test_rung2_markdown_writes_pngs_beside_it(tmp_path):

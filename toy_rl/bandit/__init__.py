@@ -5,11 +5,13 @@
     run.curve("entropy")                                 # (seeds, steps)
     results = sweep(BanditConfig())                      # {(staleness, rule): BanditRun}
     report = verify(instances=10_000)                    # the Entropy-Clip Rule, checked
+    claim_verdicts(results)                              # the paper's claims 1-5, one verdict line each
 
 Files: policy (softmax, exact entropy), rewards (presets), advantages (GRPO, Dr. GRPO),
 rng (per-seed random streams), update (the step through the shared clipped loss),
 quadrants (ΔH split by App. B.4's quadrants), simulate (the loop), entropy_rule
-(the check), experiments (sweeps, bands, tests).
+(the check), experiments (sweeps, bands, tests), verdicts (the paper's claims, judged
+from a sweep), views (notebook plots).
 """
 from ..advantages import group_advantages
 from .config import BanditConfig
@@ -20,9 +22,11 @@ from .policy import entropy, expected_reward, log_probs, probs, sample_tokens
 from .quadrants import LOWERS_ENTROPY, QUADRANTS
 from .rewards import PRESETS, Task, draw_rewards, make_task
 from .simulate import BanditRun, simulate
+from .verdicts import claim_checks, claim_verdicts, negative_dominance, rule_tests
 
 __all__ = ["BanditConfig", "BanditRun", "simulate", "make_task", "draw_rewards", "Task", "PRESETS",
            "entropy", "expected_reward", "log_probs", "probs", "sample_tokens",
            "group_advantages", "QUADRANTS", "LOWERS_ENTROPY",
            "sweep", "summary_table", "format_table", "confidence_band", "welch_test", "per_seed_summary",
-           "bounds_ablation", "verify", "explain_update", "random_instances"]
+           "bounds_ablation", "verify", "explain_update", "random_instances",
+           "claim_checks", "claim_verdicts", "negative_dominance", "rule_tests"]

@@ -409,16 +409,22 @@ def staleness_curves(runs: dict, axes_names=("update", "sample"), panels=STALENE
             if axis == "sample":
                 ax.set_xlim(0, max_samples or _sample_range(runs))
         row[0].legend(fontsize=8)
+    return fig, staleness_points(runs)
+
+
+def staleness_points(runs: dict) -> dict:
+    """{staleness: numbers} for ``runs`` = {staleness: BanditRun}: the mean entropy and expected reward after a
+    quarter of the updates, and after half the samples the run that saw the fewest samples saw in all."""
     ref = min(float(x_axis(run, "sample")[-1]) for run in runs.values()) / 2
     out = {}
-    for k in ks:
+    for k in sorted(runs):
         run = runs[k]
         q = run.config.steps // 4
         H, R = run.curve("entropy", True), run.curve("expected_reward", True)
         j = int(np.searchsorted(x_axis(run, "sample", True), ref, side="right") - 1)
         out[k] = dict(update=q, entropy_at_update=float(H[:, q].mean()), reward_at_update=float(R[:, q].mean()),
                       samples=int(ref), entropy_at_samples=float(H[:, j].mean()), reward_at_samples=float(R[:, j].mean()))
-    return fig, out
+    return out
 
 
 def _sample_range(runs: dict) -> float:
