@@ -16,7 +16,9 @@ from toy_rl.exercises import Case, Exercise, Mistake, check, close, solution
 
 ROOT = Path(__file__).resolve().parents[1]
 ALL = [ex.name for ex in exr.exercises()]
-EXPECTED = {"entropy_change_prediction", "clip_mask", "group_advantages", "data_age", "grad_rho", "bapo_step"}
+EXPECTED = {"entropy_change_prediction", "clip_mask", "group_advantages", "data_age", "grad_rho", "bapo_step",
+            "token_logprobs_from_logits", "masked_token_mean", "group_token_ages", "staleness_stats", "lora_forward",
+            "answer_reward"}
 
 
 def run(capsys, name, answer):
@@ -24,9 +26,9 @@ def run(capsys, name, answer):
     return ok, capsys.readouterr().out
 
 
-def test_the_six_exercises_are_registered_two_per_notebook():
+def test_the_twelve_exercises_are_registered_two_per_notebook():
     assert EXPECTED <= set(ALL)
-    for nb in ("01", "02", "03"):
+    for nb in ("01", "02", "03", "04", "05", "06"):
         assert len(exr.exercises(nb)) >= 2
 
 
@@ -75,6 +77,12 @@ HANDWRITTEN = {
     "data_age": lambda t, k, mode: (t, t),
     "grad_rho": lambda r, a, lo, hi: 0.4,
     "bapo_step": lambda rho, lo, hi, *rest: (hi, lo),
+    "token_logprobs_from_logits": lambda logits, ids, start, t=1.0: torch.full_like(logits[:, start:, 0], -1.0),
+    "masked_token_mean": lambda values, mask, agg="token-mean": (values * mask).sum(),
+    "group_token_ages": lambda lengths, budget: (len(lengths) / budget, len(lengths)),
+    "staleness_stats": lambda versions, mask, current: (1.0, 1, 0.5),
+    "lora_forward": lambda x, W, A, B, alpha, r: x @ W.T + (alpha / r) * (x @ A.T @ B.T) ** 2,
+    "answer_reward": lambda completion, answer: 1.0,
 }
 
 
@@ -145,7 +153,7 @@ def test_unknown_names_and_duplicates_are_errors():
 
 
 def test_new_exercises_plug_in_including_value_answers(capsys):
-    """What notebooks 04-06 will do: register an exercise whose reference lives in some module."""
+    """What a new notebook does: register an exercise whose reference lives in some module."""
     mod = types.ModuleType("toy_rl_test_answers")
     mod.POS_NEG_OF_SHARE_04 = 0.4 / 0.6
     mod.double = lambda x: 2 * x
@@ -260,6 +268,126 @@ def test_bapo_step_walks_exactly_the_path_of_bapo():
         assert step(rule.rho0, *visited[0], rule.rho0) == visited[0]          # target met: no step
 
 
+def test_token_logprobs_from_logits_is_the_scoring_pass():
+    """On a GPT's logits (left-padded prompts) the solution equals toy_rl.model.scoring.token_logprobs, and the
+    sampler's recorded log-probs of the same tokens (the on-policy ratio is 1)."""
+    from toy_rl.model import GPT, ModelConfig, encode, left_pad, sample, token_logprobs
+    f = solution("token_logprobs_from_logits")
+    torch.manual_seed(4)
+    model = GPT(ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32)).eval()
+    ids, mask = left_pad([encode("12+34="), encode("7-3="), encode("9+1=")])
+    for temperature in (1.0, 0.7):
+        s = sample(model, ids, mask, 5, temperature, generator=torch.Generator().manual_seed(0))
+        full_ids, full_mask = torch.cat([ids, s.tokens], 1), torch.cat([mask, s.mask.long()], 1)
+        with torch.no_grad():
+            mine = f(model(full_ids, full_mask).double(), full_ids, ids.shape[1], temperature)
+            lib = token_logprobs(model, full_ids, full_mask, ids.shape[1], temperature=temperature)
+        assert torch.allclose(mine.float(), lib, atol=1e-5)
+        m = s.mask.bool()
+        assert torch.allclose(mine.float()[m], s.logp[m], atol=1e-4)
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_masked_token_mean_is_the_library_aggregate(agg):
+    from toy_rl.clipping.loss import aggregate
+    f = solution("masked_token_mean")
+    g = torch.Generator().manual_seed(5)
+    for _ in range(10):
+        values = torch.randn(7, 11, generator=g, dtype=torch.float64)
+        mask = (torch.arange(11)[None] < torch.randint(0, 12, (7, 1), generator=g)).to(torch.float64)
+        mask[0, 0] = 1.0                                     # not all empty
+        assert float(f(values, mask, agg)) == pytest.approx(float(aggregate(values[None], mask[None], agg)[0]),
+                                                            rel=1e-12)
+
+
+@pytest.mark.parametrize("lengths,budget", [([38, 40, 41, 43], 8), ([5, 5], 8), ([16, 3, 24], 8), ([7, 9], 1),
+                                            ([43, 43, 12], 4)])
+def test_group_token_ages_is_what_the_loop_logs_for_one_group(lengths, budget):
+    """One group written by RolloutPool, laid out by make_batch, measured by the loop's own _batch_metrics."""
+    from toy_rl.exercises.nb05_partial import _Scripted
+    from toy_rl.rl.loop import _batch_metrics
+    from toy_rl.rl.rollout import Answer, Group, RolloutPool, make_batch
+    pool = RolloutPool(len(lengths), max(lengths), budget)
+    pool.groups.append(Group(None, [Answer([n]) for n in lengths]))
+    start = 3                                                # the group enters at version 3
+    for version in range(start, start + 100):
+        pool.generate(_Scripted(), version)
+        done = pool.pop_finished()
+        if done:
+            break
+    batch = make_batch(done, lambda p, t: 0.0, lambda ids: "", 0)
+    logged = _batch_metrics(batch, version)
+    mean, oldest = solution("group_token_ages")(lengths, budget)
+    assert mean == pytest.approx(logged["staleness_mean"], rel=1e-6)
+    assert oldest == logged["staleness_max"]
+
+
+def test_staleness_stats_is_what_the_loop_logs():
+    """A stream of groups through RolloutPool at budget 8 (the pool refilled every step, as BatchSource does)."""
+    from toy_rl.exercises.nb05_partial import _Scripted
+    from toy_rl.rl.loop import _batch_metrics
+    from toy_rl.rl.rollout import Answer, Group, RolloutPool, make_batch
+    f = solution("staleness_stats")
+    g = torch.Generator().manual_seed(6)
+    pool, batches = RolloutPool(4, 43, 8), 0
+    for version in range(30):
+        while len(pool.groups) < 5:
+            pool.groups.append(Group(None, [Answer([int(n)]) for n in torch.randint(1, 44, (4,), generator=g)]))
+        pool.generate(_Scripted(), version)
+        done = pool.pop_finished()
+        if done:
+            batch = make_batch(done, lambda p, t: 0.0, lambda ids: "", 0)
+            logged = _batch_metrics(batch, version)
+            mean, oldest, mixed = f(batch.version, batch.response_mask, version)
+            assert mean == pytest.approx(logged["staleness_mean"], rel=1e-6)
+            assert oldest == logged["staleness_max"]
+            assert mixed == pytest.approx(logged["mixed_versions"], rel=1e-12)
+            batches += 1
+    assert batches >= 10
+
+
+def test_lora_forward_is_peft_lora_linear():
+    peft = pytest.importorskip("peft")
+    f = solution("lora_forward")
+
+    class OneLayer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(10, 6, bias=False)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    torch.manual_seed(7)
+    model = peft.get_peft_model(OneLayer().double(), peft.LoraConfig(r=4, lora_alpha=8, target_modules=["proj"]))
+    layer = model.base_model.model.proj
+    with torch.no_grad():
+        layer.lora_B["default"].weight.normal_()            # peft starts B at 0: make the update visible
+        x = torch.randn(3, 5, 10, dtype=torch.float64)
+        expected = model.eval()(x)
+    W, A, B = (m.weight.detach() for m in (layer.base_layer, layer.lora_A["default"], layer.lora_B["default"]))
+    assert torch.allclose(f(x, W, A, B, 8, 4), expected, atol=1e-12)
+
+
+def test_lora_check_says_so_when_peft_is_missing(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "peft", None)           # import peft -> ImportError
+    ok, out = run(capsys, "lora_forward", solution("lora_forward"))
+    assert ok is True and "peft is not installed" in out
+
+
+def test_answer_reward_is_the_task_reward():
+    from toy_rl.lm.prompts import int_reward
+    from toy_rl.lm.tasks import ArithmeticTask
+    from toy_rl.tasks.base import Problem
+    f = solution("answer_reward")
+    task = ArithmeticTask()
+    texts = [" 85\n", " 85\n1 + 2 = 3", "47 + 38 = 85", " 850", " -85", "\n85", "<|im_end|>85", " 85<|im_end|>",
+             " eighty-five", "", " 8 5", "85 apples", " 085"]
+    for text in texts:
+        for answer in ("85", "-85"):
+            assert f(text, answer) == task.reward(Problem("47 + 38 =", answer), text) == int_reward(text, int(answer))
+
+
 # ----------------------------------------------------------------------------------------- the notebooks
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -272,9 +400,9 @@ def _exercise_cells(path):
     return [(i, c) for i, c in enumerate(nb.cells) if any(t.startswith("exercise-") for t in c.metadata.get("tags", []))]
 
 
-def test_notebooks_01_to_03_have_exercises():
+def test_notebooks_01_to_06_have_exercises():
     names = {p.stem[:2] for p in WITH_EXERCISES}
-    assert {"01", "02", "03"} <= names
+    assert {"01", "02", "03", "04", "05", "06"} <= names
 
 
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=[p.name for p in WITH_EXERCISES])
