@@ -101,3 +101,5 @@ def test_committed_figures_are_full_small_and_captioned():
         assert (folder / e["file"]).stat().st_size == e["bytes"] <= 100_000
     readme = (ROOT / "README.md").read_text()
     assert all(f"docs/figures/{e['file']}" in readme for e in captions.values())
+    guide = (ROOT / "notebooks" / "README.md").read_text()
+    assert all(f"../docs/figures/{e['file']}" in guide for e in captions.values())

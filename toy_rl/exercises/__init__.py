@@ -20,7 +20,7 @@ Instructors: ``solution(name)`` returns the reference function (the notebooks
 load it when their parameter ``SOLUTIONS = True``). ``list_exercises()`` lists
 every exercise with its notebook.
 
-Adding exercises (e.g. for notebooks 04-06): put a module named ``nbXX_<topic>.py``
+Adding exercises (e.g. for a new notebook 07): put a module named ``nbXX_<topic>.py``
 in this package that calls :func:`register` with :class:`Exercise` objects, and
 the reference answers in ``toy_rl/solutions/nbXX.py``. Modules named ``nb*`` are
 found automatically (no list to edit); ``tests/test_exercises.py`` then checks
