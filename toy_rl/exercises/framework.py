@@ -151,7 +151,7 @@ def fmt(x) -> str:
         return f"{v + 0.0:.6g}" if isinstance(v, float) else str(v)     # + 0.0: no "-0"
     flat = a.reshape(-1)
     if flat.size > 12:
-        head = np.array2string(flat[:12], precision=4, separator=", ", suppress_small=True)
+        head = np.array2string(flat[:12], precision=4, separator=", ", suppress_small=True, max_line_width=10_000)
         return f"{head[:-1]}, ...] (shape {a.shape})"
     return np.array2string(a, precision=4, separator=", ", suppress_small=True).replace("\n", "")
 
