@@ -10,7 +10,8 @@ vocab 51, context 128):
 * HFPolicy   ``toy_rl.lm.policy.HFPolicy.sample`` on that same GPT-2 (runs each distinct
              prompt once, then one token per step for all rows; records log-probs);
 * our GPT    ``toy_rl.model.sampling.sample`` (what TinyPolicy.sample calls) on our own
-             GPT (every row's prompt run; records log-probs).
+             GPT (runs each distinct prompt once too, then copies its KV cache to the
+             rows that share it; records log-probs).
 
 No stop token on any side (generate: eos_token_id None; ours: a stop id that never
 occurs), so every row writes exactly N tokens and tokens/s = rows x N / seconds.

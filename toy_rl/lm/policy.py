@@ -29,6 +29,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..model.gpt import distinct_rows
 from ..model.sampling import next_token
 from .prompts import chat_messages, render_chat
 
@@ -177,7 +178,7 @@ class HFPolicy:
                             position_ids=positions(attention_mask)[:, -input_ids.shape[1]:], **kw).logits
         return logits[:, -logits_to_keep:] if logits_to_keep else logits
 
-    @torch.no_grad()
+    @torch.inference_mode()             # no autograd bookkeeping (it returns lists)
     def sample(self, prompts, max_new_tokens: int, temperature: float = 1.0, generator=None):
         """Sample up to ``max_new_tokens`` tokens after each prompt (lists of ids).
 
@@ -293,12 +294,11 @@ class HFPolicy:
         start .. L-2) run on top of it. Gradients flow through the copied cache into the
         prompt's forward. Same numbers as one full forward, up to float rounding.
         """
-        prompt = torch.cat([ids[:, :start], mask[:, :start]], dim=1)
-        distinct, where = torch.unique(prompt, dim=0, return_inverse=True)
-        if distinct.shape[0] == ids.shape[0]:
+        rows, where = distinct_rows(ids[:, :start], mask[:, :start])    # (cheaper than torch.unique(dim=0))
+        if len(rows) == ids.shape[0]:
             return None
         cache = _new_cache(self.model)
-        first = self._forward(distinct[:, :start], distinct[:, start:], cache, logits_to_keep=1)
+        first = self._forward(ids[rows, :start], mask[rows, :start], cache, logits_to_keep=1)
         if ids.shape[1] - start == 1:
             return first[where]
         cache.batch_select_indices(where)

@@ -3,8 +3,8 @@
 The RL loop needs only these names:
 
     GPT, ModelConfig                      the model: model(input_ids, attention_mask) -> logits
-    token_logprobs(model, ids, mask, start)   log-probs of ids[:, start:] (one forward)
-    sample(model, prompt_ids, prompt_mask, max_new_tokens, temperature, eos_id, generator) -> Samples
+    token_logprobs(model, ids, mask, start)   log-probs of ids[:, start:] (one forward; shared prompts run once)
+    sample(model, prompt_ids, prompt_mask, max_new_tokens, temperature, eos_id, generator, rows=None) -> Samples
     encode, decode, encode_prompts        text <-> token ids (repad_left: re-left-pad prompt + partial answer)
     save_checkpoint, load_checkpoint, load_into, read_meta, resolve_device
 """

@@ -25,8 +25,13 @@ class TinyPolicy:
         return tokenizer.decode(ids)
 
     def sample(self, prompts, max_new_tokens: int, temperature: float, generator=None):
-        ids, mask = tokenizer.left_pad(prompts, device=self.device)
-        s = sample(self.model, ids, mask, max_new_tokens, temperature, generator=generator)
+        # a GRPO group asks one prompt G times: left-pad each distinct prompt once, and tell the
+        # sampler which prompt every answer continues (it runs each prompt once)
+        seen = {}
+        rows = [seen.setdefault(tuple(p), len(seen)) for p in prompts]
+        ids, mask = _left_pad(list(seen), tokenizer.PAD_ID, self.device)
+        rows = torch.tensor(rows, device=self.device)
+        s = sample(self.model, ids, mask, max_new_tokens, temperature, generator=generator, rows=rows)
         lengths = s.mask.sum(1).tolist()
         return [(t[:n], lp[:n], done) for t, lp, n, done in
                 zip(s.tokens.tolist(), s.logp.tolist(), lengths, s.finished.tolist())]
@@ -50,3 +55,11 @@ class TinyPolicy:
 
     def eval(self):
         self.model.eval()
+
+
+def _left_pad(rows, pad_id: int, device):
+    """Left-padded (ids, mask) of token lists, built as lists first (one tensor each, not one per row)."""
+    width = max(len(r) for r in rows)
+    ids = [[pad_id] * (width - len(r)) + list(r) for r in rows]
+    mask = [[0] * (width - len(r)) + [1] * len(r) for r in rows]
+    return torch.tensor(ids, dtype=torch.long, device=device), torch.tensor(mask, dtype=torch.long, device=device)
