@@ -183,7 +183,7 @@ class OurLoop:
 
     def __init__(self, name, policy, task, prompts, group_size, max_new_tokens, lr, rule="clip-higher", seed=0):
         from toy_rl.clipping import make_rule
-        from toy_rl.rl.loop import RLConfig
+        from toy_rl.rl.loop import RLConfig, make_optimizer
         from toy_rl.rl.sources import BatchSource
         self.cfg = RLConfig(rule=rule, prompts=prompts, group_size=group_size, max_new_tokens=max_new_tokens, lr=lr,
                             temperature=1.0, eval_every=0, seed=seed)
@@ -191,19 +191,19 @@ class OurLoop:
         self.sampler = policy.sample = Timed(policy.sample)              # to split the step's time
         self.source = BatchSource(policy, task, prompts, group_size, max_new_tokens, 0, "reuse", None, 1.0,
                                   self.cfg.advantage, seed)
-        self.optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=lr, weight_decay=0.0)
+        self.optimizer = make_optimizer(policy, lr)                   # as train() builds it
         self.version = 0
         self.side = Side(name)
         self.prompts = []                                               # per step, to compare with TRL's
         policy.eval()
 
     def step(self) -> None:
-        from toy_rl.rl.loop import _batch_metrics, _update
+        from toy_rl.rl.loop import _batch_metrics, update
         t0 = time.perf_counter()
         batch = self.source.next(self.version)                  # rollout, rewards, advantages
         record = _batch_metrics(batch, self.version)
         t1 = time.perf_counter()
-        record.update(_update(self.policy, self.optimizer, batch, self.rule, self.cfg))
+        record.update(update(self.policy, self.optimizer, batch, self.rule, self.cfg))
         t2 = time.perf_counter()
         self.version += 1
         self.prompts.append([g.problem.prompt for g in batch.groups])
@@ -335,6 +335,9 @@ def main() -> int:
                               args, out)
         interleave(trainer, theirs, [ours_hf, ours_gpt], args.threads)
         trainer.train()
+    opt = trainer.optimizer
+    print(f"optimizers: TRL {type(opt).__name__} (fused={opt.defaults.get('fused')}), ours AdamW "
+          f"(fused={ours_gpt.optimizer.defaults.get('fused')})")
     print(f"TRL as run: gradient checkpointing {trainer.model.is_gradient_checkpointing}, generation batch "
           f"{trainer.args.generation_batch_size}, steps per generation {trainer.args.steps_per_generation}, "
           f"model left in {'train' if trainer.model.training else 'eval'} mode; {torch.get_num_threads()} thread(s); "
@@ -348,9 +351,9 @@ def main() -> int:
     r_hf, r_gpt = cps_hf / cps_trl, cps_gpt / cps_trl
     print(f"ours (HF) / TRL  = {r_hf:.2f}x completions/s (same GPT-2, same tokenizer)")
     print(f"ours (GPT) / TRL = {r_gpt:.2f}x completions/s (our own GPT of the same shape)")
-    ok = r_hf >= TARGET
-    print(f"target ours >= {TARGET}x TRL (same model, HFPolicy): {'met' if ok else 'NOT met'}"
-          f"{'' if r_gpt >= TARGET else '; with our GPT: NOT met'}")
+    ok = r_gpt >= TARGET
+    print(f"target ours >= {TARGET}x TRL on the rung-2 default (our GPT, TinyPolicy): {'met' if ok else 'NOT met'}"
+          f"; on the GPT-2 twin through HFPolicy: {'met' if r_hf >= TARGET else 'NOT met'}")
     return 0 if ok else 1
 
 

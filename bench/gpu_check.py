@@ -159,7 +159,7 @@ def main(argv=None) -> dict:
     from toy_rl.lm.lora import add_lora, count_trainable
     from toy_rl.lm.policy import HFPolicy
     from toy_rl.lm.presets import get_preset
-    from toy_rl.rl.loop import update
+    from toy_rl.rl.loop import make_optimizer, update
     from toy_rl.rl.sources import BatchSource
 
     dtype_name = args.dtype or ("bfloat16" if device.type == "cuda" else "float32")
@@ -192,7 +192,7 @@ def main(argv=None) -> dict:
     cfg = preset.rl_config(steps=args.steps, rule=args.rule, eval_every=0, seed=args.seed)
     source = BatchSource(policy, task, cfg.prompts, cfg.group_size, cfg.max_new_tokens, cfg.staleness, cfg.mode,
                          cfg.partial, cfg.temperature, cfg.advantage, cfg.seed)
-    optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
+    optimizer = make_optimizer(policy, cfg.lr)
     rule = make_rule(cfg.rule)
     peak_gib(device, reset=True)
     weights_gib = torch.cuda.memory_allocated(device) / GIB if device.type == "cuda" else None

@@ -137,7 +137,7 @@ def entropy_check(task: str = "add", rules=RULES, stale_updates: int = 3, lr: fl
     Returns {rule: report} plus ``"error_slope"`` (log-log slope of the error against η, for BAPO).
     """
     from .rl.entropy_check import entropy_rule_check, error_slope
-    from .rl.loop import update
+    from .rl.loop import make_optimizer, update
     from .rl.sources import BatchSource
 
     t = get_task(task)
@@ -145,7 +145,7 @@ def entropy_check(task: str = "add", rules=RULES, stale_updates: int = 3, lr: fl
     policy = TinyPolicy(load_warmstart(t, warmstart, device=device, progress=progress))
     batch = BatchSource(policy, t, 16, 8, t.max_answer_chars + 1, seed=seed).next(0)
     cfg = RLConfig(lr=3e-4)
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
+    opt = make_optimizer(policy, cfg.lr)
     for _ in range(stale_updates):
         update(policy, opt, batch, make_rule("symmetric"), cfg)
     out = {r: entropy_rule_check(policy.model, batch, make_rule(r), lr) for r in rules}

@@ -37,7 +37,7 @@ from .arithmetic import DEFAULTS, RULES, compare, curve, load_results, scenario_
 from .bandit.views import RULE_COLOURS, band, fixed_bounds, smooth, verdict_line
 from .clipping import BAPO, make_rule, policy_loss, token_ratio
 from .rl.entropy_check import QUADRANTS
-from .rl.loop import RLConfig, update
+from .rl.loop import RLConfig, make_optimizer, update
 from .rl.sources import BatchSource
 from .rl.tiny_policy import TinyPolicy
 from .stats import welch_test
@@ -456,7 +456,7 @@ def stale_batch(task: str = "add", staleness: int = 4, seed: int = 0, warmstart=
     policy = TinyPolicy(load_warmstart(t, warmstart, device=device, progress=False))
     source = BatchSource(policy, t, cfg.prompts, cfg.group_size, t.max_answer_chars + 1, staleness, "reuse",
                          seed=seed)
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
+    opt = make_optimizer(policy, cfg.lr)
     for version in range(staleness):
         update(policy, opt, source.next(version), make_rule(rule), cfg)
     batch = source.next(staleness)
@@ -563,7 +563,7 @@ def partial_demo(task: str = "scratchpad", budget: int = 8, steps: int = 12, pro
     torch.manual_seed(seed)
     policy = TinyPolicy(load_warmstart(t, warmstart, device=device, progress=False))
     source = BatchSource(policy, t, prompts, group_size, t.max_answer_chars + 1, budget=budget, seed=seed)
-    opt = torch.optim.AdamW(policy.trainable_parameters(), lr=cfg.lr, weight_decay=0.0)
+    opt = make_optimizer(policy, cfg.lr)
     batches, rows = [], []
     for step in range(steps):
         batch = source.next(step)
