@@ -198,10 +198,10 @@ class OurLoop:
         policy.eval()
 
     def step(self) -> None:
-        from toy_rl.rl.loop import _batch_metrics, update
+        from toy_rl.rl.loop import batch_metrics, update
         t0 = time.perf_counter()
         batch = self.source.next(self.version)                  # rollout, rewards, advantages
-        record = _batch_metrics(batch, self.version)
+        record = batch_metrics(batch, self.version)
         t1 = time.perf_counter()
         record.update(update(self.policy, self.optimizer, batch, self.rule, self.cfg))
         t2 = time.perf_counter()

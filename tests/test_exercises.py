@@ -303,9 +303,9 @@ def test_masked_token_mean_is_the_library_aggregate(agg):
 @pytest.mark.parametrize("lengths,budget", [([38, 40, 41, 43], 8), ([5, 5], 8), ([16, 3, 24], 8), ([7, 9], 1),
                                             ([43, 43, 12], 4)])
 def test_group_token_ages_is_what_the_loop_logs_for_one_group(lengths, budget):
-    """One group written by RolloutPool, laid out by make_batch, measured by the loop's own _batch_metrics."""
+    """One group written by RolloutPool, laid out by make_batch, measured by the loop's own batch_metrics."""
     from toy_rl.exercises.nb05_partial import _Scripted
-    from toy_rl.rl.loop import _batch_metrics
+    from toy_rl.rl.loop import batch_metrics
     from toy_rl.rl.rollout import Answer, Group, RolloutPool, make_batch
     pool = RolloutPool(len(lengths), max(lengths), budget)
     pool.groups.append(Group(None, [Answer([n]) for n in lengths]))
@@ -316,7 +316,7 @@ def test_group_token_ages_is_what_the_loop_logs_for_one_group(lengths, budget):
         if done:
             break
     batch = make_batch(done, lambda p, t: 0.0, lambda ids: "", 0)
-    logged = _batch_metrics(batch, version)
+    logged = batch_metrics(batch, version)
     mean, oldest = solution("group_token_ages")(lengths, budget)
     assert mean == pytest.approx(logged["staleness_mean"], rel=1e-6)
     assert oldest == logged["staleness_max"]
@@ -325,7 +325,7 @@ def test_group_token_ages_is_what_the_loop_logs_for_one_group(lengths, budget):
 def test_staleness_stats_is_what_the_loop_logs():
     """A stream of groups through RolloutPool at budget 8 (the pool refilled every step, as BatchSource does)."""
     from toy_rl.exercises.nb05_partial import _Scripted
-    from toy_rl.rl.loop import _batch_metrics
+    from toy_rl.rl.loop import batch_metrics
     from toy_rl.rl.rollout import Answer, Group, RolloutPool, make_batch
     f = solution("staleness_stats")
     g = torch.Generator().manual_seed(6)
@@ -337,7 +337,7 @@ def test_staleness_stats_is_what_the_loop_logs():
         done = pool.pop_finished()
         if done:
             batch = make_batch(done, lambda p, t: 0.0, lambda ids: "", 0)
-            logged = _batch_metrics(batch, version)
+            logged = batch_metrics(batch, version)
             mean, oldest, mixed = f(batch.version, batch.response_mask, version)
             assert mean == pytest.approx(logged["staleness_mean"], rel=1e-6)
             assert oldest == logged["staleness_max"]

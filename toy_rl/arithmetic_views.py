@@ -556,7 +556,7 @@ def partial_demo(task: str = "scratchpad", budget: int = 8, steps: int = 12, pro
     Returns {"batches": [(step, Batch)], "steps": [{step, groups, staleness_mean, staleness_max,
     mixed_versions}], "budget", "task"}.
     """
-    from .rl.loop import _batch_metrics
+    from .rl.loop import batch_metrics
     t = get_task(task)
     cfg = RLConfig(**{"lr": DEFAULTS["lr"], **overrides, "rule": rule, "partial": budget, "seed": seed,
                       "prompts": prompts, "group_size": group_size})
@@ -569,7 +569,7 @@ def partial_demo(task: str = "scratchpad", budget: int = 8, steps: int = 12, pro
         batch = source.next(step)
         row = {"step": step, "groups": 0}
         if batch is not None:
-            row.update(_batch_metrics(batch, step))
+            row.update(batch_metrics(batch, step))
             update(policy, opt, batch, make_rule(rule), cfg)
             batches.append((step, batch))
         rows.append(row)

@@ -196,7 +196,7 @@ def _mixed_count(versions, mask, current):
 def _like_the_loop_logs(fn):
     """Groups written by RolloutPool in a stream (a pool refilled every step, as BatchSource does), laid out by
     make_batch: the student's numbers vs those the RL loop logs (toy_rl.rl.loop)."""
-    from ..rl.loop import _batch_metrics
+    from ..rl.loop import batch_metrics
     from ..rl.rollout import Answer, Group, RolloutPool, make_batch
     g = torch.Generator().manual_seed(506)
     pool, checked = RolloutPool(4, 43, 8), 0
@@ -209,7 +209,7 @@ def _like_the_loop_logs(fn):
         if not done:
             continue
         batch = make_batch(done, lambda problem, text: float(len(text) % 2), lambda ids: "x" * len(ids), 0)
-        logged = _batch_metrics(batch, version)
+        logged = batch_metrics(batch, version)
         expected = (logged["staleness_mean"], logged["staleness_max"], logged["mixed_versions"])
         ok, detail = close(rtol=1e-6, atol=1e-9)(expected, fn(batch.version.clone(), batch.response_mask.clone(),
                                                                 version))

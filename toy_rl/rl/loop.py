@@ -146,7 +146,10 @@ def _accumulate(policy, batch, rule, cfg):
     return stats, entropy, mask, logp
 
 
-def _batch_metrics(batch, version: int) -> dict:
+def batch_metrics(batch, version: int) -> dict:
+    """What a batch looks like when the policy at ``version`` trains on it: mean reward, groups, token age
+    (``staleness_mean``/``_max``: versions between the token's writer and ``version``), the share of answers
+    written by more than one policy version (partial rollout), and answer lengths of right and wrong answers."""
     m = batch.response_mask
     age = (version - batch.version).float()
     lengths = m.sum(1)
@@ -192,7 +195,7 @@ def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: b
             record["accuracy"] = evaluate(policy, task, heldout, cfg.max_new_tokens)
         batch = source.next(step)
         if batch is not None:
-            record.update(_batch_metrics(batch, step))
+            record.update(batch_metrics(batch, step))
             stats, logp = _update(policy, optimizer, batch, rule, cfg)
             record.update(stats)
             if on_update is not None:
