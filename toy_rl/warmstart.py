@@ -69,6 +69,14 @@ def default_config(task) -> WarmstartConfig:
     return WarmstartConfig(**TASK_DEFAULTS.get(name, {}))
 
 
+def smoke_config(task) -> WarmstartConfig:
+    """A tiny warm start (1 layer, d_model 32) that trains in seconds, for smoke runs: the notebooks'
+    ``SMOKE`` mode, ``--smoke`` figures and reports. The context fits the task's longest example."""
+    block = 64 if get_task(task).name == "scratchpad" else 32
+    return WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=block), max_steps=30,
+                           batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
+
+
 def config_hash(task: Task, config: WarmstartConfig) -> str:
     key = {"task": task.name, "params": task.params(), "config": asdict(config), "version": CACHE_VERSION}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]

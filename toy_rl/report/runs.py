@@ -20,6 +20,7 @@ from pathlib import Path
 from ..arithmetic import DEFAULTS as RUNG2
 from ..arithmetic import RULES
 from ..bandit import BanditConfig, sweep
+from ..warmstart import smoke_config
 
 # --- rung 1 ------------------------------------------------------------------------------------------
 
@@ -49,15 +50,6 @@ RUNG2_SMOKE_SEEDS = 2
 RL_NOTE_KEYS = ("steps", "prompts", "group_size", "lr", "eval_size")
 
 
-def smoke_warmstart(task: str):
-    """The tiny warm start notebooks 04/05 use in smoke mode (trains in seconds, then cached)."""
-    from ..model.gpt import ModelConfig
-    from ..warmstart import WarmstartConfig
-    block = 64 if task == "scratchpad" else 32
-    return WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=block), max_steps=30,
-                           batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
-
-
 def smoke_root(runs) -> Path:
     """Where smoke runs go: ``runs`` if given, else a fresh temporary folder (never the logged runs/)."""
     return Path(runs) if runs is not None else Path(tempfile.mkdtemp(prefix="toy_rl_smoke_"))
@@ -73,7 +65,7 @@ def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: 
     from ..arithmetic_views import load_or_compare
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
     if smoke:
-        overrides = dict(RUNG2_SMOKE, warmstart=smoke_warmstart(task))
+        overrides = dict(RUNG2_SMOKE, warmstart=smoke_config(task))
         if steps:
             overrides["steps"] = steps
         root = Path(runs) / "arithmetic-smoke"
