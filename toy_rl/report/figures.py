@@ -26,7 +26,7 @@ from ..threads import single_thread
 from .machine import describe_machine, utc_now
 from .png import png_bytes
 from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_runs, bandit_note, bandit_runs, llm_missing,
-                   lora_runs, smoke_root)
+                   lora_runs, runs_root)
 
 DOCS_FIGURES = Path("docs/figures")
 SMOKE_OUT = Path("runs/figures-smoke")        # the command's default for --smoke (runs/ is not committed)
@@ -214,9 +214,8 @@ def render_figures(names=None, out=DOCS_FIGURES, smoke: bool = False, runs=None,
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ValueError(f"--out: cannot create {out}: {err.strerror or err}") from None
-    root = smoke_root(runs) if smoke else Path(runs or "runs")
     entries = []
-    with single_thread():
+    with single_thread(), runs_root(runs, smoke) as root:
         for spec in tqdm(specs, desc="figures", unit="figure", disable=not progress):
             t0 = time.perf_counter()
             try:

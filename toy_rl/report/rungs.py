@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from ..threads import single_thread
 from .machine import describe_machine, utc_now
 from .runs import (RUNG1, RUNG1_SMOKE, RUNG2_SEEDS, RUNG2_SMOKE_SEEDS, RUNG3, RUNG3_SMOKE, arithmetic_runs,
-                   bandit_note, bandit_runs, llm_missing, lora_runs, smoke_root)
+                   bandit_note, bandit_runs, llm_missing, lora_runs, runs_root)
 
 RUNGS = (1, 2, 3)
 TITLES = {1: "Rung 1 — the softmax bandit: three clipping rules under staleness",
@@ -236,9 +236,8 @@ def build_report(rung: int, smoke: bool = False, seeds: int | None = None, steps
         raise ReportError(f"--rung must be one of {', '.join(map(str, RUNGS))}; got {rung!r}")
     check_count("seeds", seeds)
     check_count("steps", steps)
-    root = smoke_root(runs) if smoke else Path(runs or "runs")
     t0 = time.perf_counter()
-    with single_thread():
+    with single_thread(), runs_root(runs, smoke) as root:
         parts = BUILDERS[rung](smoke, seeds, steps, root, progress, model)
         machine = describe_machine()
     seconds = time.perf_counter() - t0

@@ -13,6 +13,7 @@ made with (read from each run's ``config.json``), and whether that is the defaul
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from pathlib import Path
@@ -50,9 +51,15 @@ RUNG2_SMOKE_SEEDS = 2
 RL_NOTE_KEYS = ("steps", "prompts", "group_size", "lr", "eval_size")
 
 
-def smoke_root(runs) -> Path:
-    """Where smoke runs go: ``runs`` if given, else a fresh temporary folder (never the logged runs/)."""
-    return Path(runs) if runs is not None else Path(tempfile.mkdtemp(prefix="toy_rl_smoke_"))
+@contextlib.contextmanager
+def runs_root(runs, smoke: bool):
+    """Where the runs go: ``runs`` if given, else ``runs/`` for full runs and, for smoke runs, a temporary
+    folder removed afterwards (smoke runs never land among the logged ones)."""
+    if runs is not None or not smoke:
+        yield Path(runs or "runs")
+        return
+    with tempfile.TemporaryDirectory(prefix="toy_rl_smoke_") as tmp:
+        yield Path(tmp)
 
 
 def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: int | None = None,
