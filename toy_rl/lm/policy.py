@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model.gpt import distinct_rows
+from ..model.tokenizer import left_pad
 from ..model.sampling import next_token
 from .prompts import chat_messages, render_chat
 
@@ -208,21 +209,12 @@ class HFPolicy:
         finally:
             self.model.train(was_training)
 
-    def _left_pad(self, rows):
-        P = max(len(r) for r in rows)
-        ids = torch.full((len(rows), P), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), P), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, P - len(r):] = torch.as_tensor(r)
-            mask[i, P - len(r):] = 1
-        return ids.to(self.device), mask.to(self.device)
-
     def _sample_batch(self, prompts, max_new_tokens, temperature, generator):
         dev, B = self.device, len(prompts)
         # a GRPO group repeats each prompt G times: run the prompt through the model once, then
         # copy its KV cache to the G rows
         unique, where = _unique_rows(prompts)
-        ids, mask = self._left_pad(unique)
+        ids, mask = left_pad(unique, self.device, self.pad_id)
         stop = torch.tensor(self.stop_ids, device=dev)
         tokens = torch.full((B, max_new_tokens), self.pad_id, dtype=torch.long, device=dev)
         logps = torch.zeros((B, max_new_tokens), dtype=torch.float32, device=dev)

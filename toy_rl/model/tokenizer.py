@@ -49,18 +49,15 @@ def decode(ids) -> str:
     return "".join(out)
 
 
-def left_pad(rows: list[list[int]], device=None) -> tuple[torch.Tensor, torch.Tensor]:
+def left_pad(rows: list[list[int]], device=None, pad_id: int = PAD_ID) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-pad token lists to one (B, L) tensor; returns (ids, mask) with mask 1 on real tokens."""
     if not rows:
         raise ValueError("left_pad needs at least one row")
     width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), PAD_ID, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
-            mask[i, width - len(r):] = 1
-    return ids.to(device), mask.to(device)
+    ids = [[pad_id] * (width - len(r)) + list(r) for r in rows]          # lists first: one tensor each,
+    mask = [[0] * (width - len(r)) + [1] * len(r) for r in rows]         # not one per row
+    return (torch.tensor(ids, dtype=torch.long, device=device),
+            torch.tensor(mask, dtype=torch.long, device=device))
 
 
 def encode_prompts(prompts: list[str], device=None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,7 +29,7 @@ class TinyPolicy:
         # sampler which prompt every answer continues (it runs each prompt once)
         seen = {}
         rows = [seen.setdefault(tuple(p), len(seen)) for p in prompts]
-        ids, mask = _left_pad(list(seen), tokenizer.PAD_ID, self.device)
+        ids, mask = tokenizer.left_pad(list(seen), device=self.device)
         rows = torch.tensor(rows, device=self.device)
         s = sample(self.model, ids, mask, max_new_tokens, temperature, generator=generator, rows=rows)
         lengths = s.mask.sum(1).tolist()
@@ -55,11 +55,3 @@ class TinyPolicy:
 
     def eval(self):
         self.model.eval()
-
-
-def _left_pad(rows, pad_id: int, device):
-    """Left-padded (ids, mask) of token lists, built as lists first (one tensor each, not one per row)."""
-    width = max(len(r) for r in rows)
-    ids = [[pad_id] * (width - len(r)) + list(r) for r in rows]
-    mask = [[0] * (width - len(r)) + [1] * len(r) for r in rows]
-    return torch.tensor(ids, dtype=torch.long, device=device), torch.tensor(mask, dtype=torch.long, device=device)
