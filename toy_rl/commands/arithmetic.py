@@ -17,7 +17,8 @@ def add_arguments(p):
     p.add_argument("--rule", nargs="+", default=["all"], help="symmetric, clip-higher, bapo, or all")
     p.add_argument("--staleness", type=int, nargs="+", default=None,
                    help="K values (0 = on-policy); default 0, or none when --partial is given alone")
-    p.add_argument("--mode", default="reuse", choices=("reuse", "lag"), help="reuse: a batch serves K+1 updates; lag: sampled K updates behind")
+    p.add_argument("--mode", default="reuse", choices=("reuse", "lag"),
+                   help="reuse: a batch serves K+1 updates; lag: sampled K updates behind")
     p.add_argument("--partial", type=int, default=None, metavar="BUDGET",
                    help="run partial rollout with this many tokens per answer per step (besides --staleness "
                         "when that is given too)")

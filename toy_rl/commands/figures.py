@@ -27,9 +27,8 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..report.figures import render_figures, select
+    from ..report.figures import DOCS_FIGURES, SMOKE_OUT, render_figures, select
     select(args.only)                                        # an unknown name fails before any work
-    from ..report.figures import DOCS_FIGURES, SMOKE_OUT
     out = args.out or (SMOKE_OUT if args.smoke else DOCS_FIGURES)
     progress = not args.json and not args.no_progress and sys.stderr.isatty()
     entries = render_figures(args.only, out, smoke=args.smoke, runs=args.runs, progress=progress)
