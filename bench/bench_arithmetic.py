@@ -25,10 +25,10 @@ import time
 import torch
 
 from toy_rl.arithmetic import DEFAULTS, entropy_check, run_one, set_cpu_threads
-from toy_rl.arithmetic_views import stale_batch
-from toy_rl.model.evaluate import evaluate
-from toy_rl.tasks import get_task
-from toy_rl.warmstart import load_warmstart
+from toy_rl.arithmetic.views import stale_batch
+from toy_rl.arithmetic.model.evaluate import evaluate
+from toy_rl.arithmetic.tasks import get_task
+from toy_rl.arithmetic.warmstart import load_warmstart
 
 NB04_STEPS, NB05_STEPS = 60, 50      # QUICK_STEPS of notebooks 04 and 05 (their runs when runs/ lacks the sweep)
 WORKLOADS = (("add", "on-policy", dict(staleness=0)), ("add", "reuse-4", dict(staleness=4)),

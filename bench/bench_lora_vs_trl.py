@@ -76,7 +76,7 @@ def main() -> int:
         raise RuntimeError("TRL would tokenize the prompt differently from HFPolicy.encode")
 
     def arithmetic_reward(prompts, completions, answer, **_):
-        from toy_rl.tasks.base import Problem
+        from toy_rl.arithmetic.tasks.base import Problem
         return [task.reward(Problem(p, a), c) for p, c, a in zip(prompts, completions, answer)]
 
     ours = OurLoop("ours", policy, task, args.prompts, args.group, args.max_new, args.lr, seed=args.seed)

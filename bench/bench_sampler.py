@@ -9,7 +9,7 @@ vocab 51, context 128):
              KV cache, left-padded prompts with their attention mask;
 * HFPolicy   ``toy_rl.lm.policy.HFPolicy.sample`` on that same GPT-2 (runs each distinct
              prompt once, then one token per step for all rows; records log-probs);
-* our GPT    ``toy_rl.model.sampling.sample`` (what TinyPolicy.sample calls) on our own
+* our GPT    ``toy_rl.arithmetic.model.sampling.sample`` (what TinyPolicy.sample calls) on our own
              GPT (runs each distinct prompt once too, then copies its KV cache to the
              rows that share it; records log-probs).
 
@@ -31,9 +31,9 @@ import time
 import torch
 
 from bench_vs_trl import char_tokenizer, gpt2_twin, machine, quiet, warm_model
-from toy_rl.model import tokenizer as chars
-from toy_rl.model.sampling import sample as gpt_sample
-from toy_rl.tasks import get_task
+from toy_rl.arithmetic.model import tokenizer as chars
+from toy_rl.arithmetic.model.sampling import sample as gpt_sample
+from toy_rl.arithmetic.tasks import get_task
 
 NEVER = -1          # a stop id no sampler can draw: fixed-length answers
 

@@ -39,9 +39,9 @@ import warnings
 
 import torch
 
-from toy_rl.model import tokenizer as chars
-from toy_rl.tasks import get_task
-from toy_rl.tasks.base import Problem
+from toy_rl.arithmetic.model import tokenizer as chars
+from toy_rl.arithmetic.tasks import get_task
+from toy_rl.arithmetic.tasks.base import Problem
 
 TARGET = 3.0
 EPS_LOW, EPS_HIGH = 0.2, 0.28          # clip-higher: [0.8, 1.28], TRL's epsilon / epsilon_high
@@ -114,14 +114,14 @@ def gpt2_twin(gpt):
 
 def warm_model():
     """The cached rung-2 warm start for "add" (trained first if missing, ~30 s)."""
-    from toy_rl.warmstart import load_warmstart
+    from toy_rl.arithmetic.warmstart import load_warmstart
     return load_warmstart(get_task("add"), device="cpu", progress=False)
 
 
 def check_twins(gpt, hf, tokenizer) -> float:
     """Largest |log-prob difference| between TinyPolicy.score and HFPolicy.score on a left-padded batch."""
     from toy_rl.lm.policy import HFPolicy
-    from toy_rl.rl.tiny_policy import TinyPolicy
+    from toy_rl.arithmetic.policy import TinyPolicy
     tiny, hfp = TinyPolicy(gpt), HFPolicy(hf, tokenizer, stop_ids=[chars.EOS_ID], share_prompts=False)
     rows = [hfp.encode(p) + chars.encode(a) for p, a in [("47+28=", "75"), ("3+4=", "7"), ("10-99=", "-89")]]
     assert rows[1] == tiny.encode("3+4=") + chars.encode("7")
@@ -298,7 +298,7 @@ def main() -> int:
     from datasets import Dataset
 
     from toy_rl.lm.policy import HFPolicy
-    from toy_rl.rl.tiny_policy import TinyPolicy
+    from toy_rl.arithmetic.policy import TinyPolicy
 
     task = get_task("add")
     gpt = warm_model()

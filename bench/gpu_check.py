@@ -34,7 +34,7 @@ from pathlib import Path
 
 import torch
 
-from toy_rl.tasks.base import Problem
+from toy_rl.arithmetic.tasks.base import Problem
 
 SMOKE = ("--device cpu --layers 2 --hidden 256 --vocab 512 --prompts 2 --group-size 2 --max-new-tokens 8 "
          "--prompt-tokens 8")

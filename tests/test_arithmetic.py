@@ -4,8 +4,8 @@ import pytest
 
 from toy_rl.arithmetic import compare, curve, format_summary, load_results, run_one, scenario_name, summary
 from toy_rl.cli import main
-from toy_rl.model.gpt import ModelConfig
-from toy_rl.warmstart import WarmstartConfig
+from toy_rl.arithmetic.model.gpt import ModelConfig
+from toy_rl.arithmetic.warmstart import WarmstartConfig
 
 TINY = WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32), max_steps=20,
                        batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
@@ -73,11 +73,11 @@ def test_cli_scenarios_and_batch_shape(monkeypatch, capsys):
 def test_entropy_check_first_order_on_a_transformer():
     import torch
     from toy_rl.clipping import BAPO, Symmetric
-    from toy_rl.model.gpt import GPT
+    from toy_rl.arithmetic.model.gpt import GPT
     from toy_rl.rl.entropy_check import entropy_rule_check, error_slope
     from toy_rl.rl.sources import BatchSource
-    from toy_rl.rl.tiny_policy import TinyPolicy
-    from toy_rl.tasks import get_task
+    from toy_rl.arithmetic.policy import TinyPolicy
+    from toy_rl.arithmetic.tasks import get_task
 
     torch.manual_seed(0)
     policy = TinyPolicy(GPT(TINY.model))

@@ -1,4 +1,4 @@
-"""toy_rl.arithmetic_views: the plots and sliders of notebooks 04-05 return figures, their numbers move with the
+"""toy_rl.arithmetic.views: the plots and sliders of notebooks 04-05 return figures, their numbers move with the
 sliders, and they are the library's numbers (compare/load_results/curve, policy_loss, BAPO, the rollout pool)."""
 import math
 from dataclasses import dataclass
@@ -9,18 +9,18 @@ import torch
 from matplotlib.figure import Figure
 
 from toy_rl.arithmetic import RULES, compare, curve, load_results
-from toy_rl.arithmetic_views import (TABULAR_SIGN, StoredBatch, answer_versions, budget_callback, claim_verdicts,
+from toy_rl.arithmetic.views import (TABULAR_SIGN, StoredBatch, answer_versions, budget_callback, claim_verdicts,
                                      clip_callback, clip_view, demo_summary, entropy_check_view, finished,
                                      length_view, load_or_compare, on_policy_check, partial_curves, partial_demo,
                                      rule_bands, rule_tests, rules_callback, scenario_bands, scenario_names,
                                      seed_stats, stale_batch, stats_table, version_map, warmstart_view)
 from toy_rl.clipping import BAPO, policy_loss
 from toy_rl.bandit.views import fixed_bounds
-from toy_rl.model.gpt import ModelConfig
+from toy_rl.arithmetic.model.gpt import ModelConfig
 from toy_rl.rl.entropy_check import QUADRANTS
 from toy_rl.stats import welch_test
-from toy_rl.tasks import AddTask
-from toy_rl.warmstart import WarmstartConfig
+from toy_rl.arithmetic.tasks import AddTask
+from toy_rl.arithmetic.warmstart import WarmstartConfig
 
 TINY = WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=64), max_steps=20,
                        batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
@@ -141,7 +141,7 @@ def test_claim_4_is_not_tested_when_bapo_never_searched_and_claim_1_names_the_ba
 
 
 def test_accuracy_vs_groups_compares_at_equal_samples():
-    from toy_rl.arithmetic_views import accuracy_vs_groups
+    from toy_rl.arithmetic.views import accuracy_vs_groups
     def run(groups, acc_at):                        # 8 steps, accuracy logged at steps 0 and 4 and at the end
         recs = fake_run(acc_at[2], [0.5] * 8, [1.0] * 8, [1.0] * 8, groups=groups, acc0=acc_at[0])
         recs[4]["accuracy"] = acc_at[1]
@@ -297,7 +297,7 @@ def test_partial_and_length_views_pool_the_rules():
 
 
 def test_warmstart_view_reads_the_cached_summary():
-    from toy_rl.warmstart import load_warmstart
+    from toy_rl.arithmetic.warmstart import load_warmstart
     model = load_warmstart("add", TINY, progress=False)
     fig, summary = warmstart_view("add", TINY)
     assert isinstance(fig, Figure) and summary["heldout_acc_greedy"] == model.meta["heldout_acc_greedy"]
@@ -305,10 +305,10 @@ def test_warmstart_view_reads_the_cached_summary():
 
 
 def test_answers_table_scores_what_the_model_writes():
-    from toy_rl.arithmetic_views import answers_table
-    from toy_rl.model.evaluate import complete
-    from toy_rl.tasks import get_task
-    from toy_rl.warmstart import load_warmstart
+    from toy_rl.arithmetic.views import answers_table
+    from toy_rl.arithmetic.model.evaluate import complete
+    from toy_rl.arithmetic.tasks import get_task
+    from toy_rl.arithmetic.warmstart import load_warmstart
     task = get_task("add")
     model = load_warmstart(task, TINY, progress=False)
     problems = task.heldout(3)

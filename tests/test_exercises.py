@@ -269,9 +269,9 @@ def test_bapo_step_walks_exactly_the_path_of_bapo():
 
 
 def test_token_logprobs_from_logits_is_the_scoring_pass():
-    """On a GPT's logits (left-padded prompts) the solution equals toy_rl.model.scoring.token_logprobs, and the
+    """On a GPT's logits (left-padded prompts) the solution equals toy_rl.arithmetic.model.scoring.token_logprobs, and the
     sampler's recorded log-probs of the same tokens (the on-policy ratio is 1)."""
-    from toy_rl.model import GPT, ModelConfig, encode, left_pad, sample, token_logprobs
+    from toy_rl.arithmetic.model import GPT, ModelConfig, encode, left_pad, sample, token_logprobs
     f = solution("token_logprobs_from_logits")
     torch.manual_seed(4)
     model = GPT(ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32)).eval()
@@ -378,7 +378,7 @@ def test_lora_check_says_so_when_peft_is_missing(capsys, monkeypatch):
 def test_answer_reward_is_the_task_reward():
     from toy_rl.lm.prompts import int_reward
     from toy_rl.lm.tasks import ArithmeticTask
-    from toy_rl.tasks.base import Problem
+    from toy_rl.arithmetic.tasks.base import Problem
     f = solution("answer_reward")
     task = ArithmeticTask()
     texts = [" 85\n", " 85\n1 + 2 = 3", "47 + 38 = 85", " 850", " -85", "\n85", "<|im_end|>85", " 85<|im_end|>",

@@ -10,7 +10,7 @@ from toy_rl.lm.lora import add_lora, check_lora_args, default_target_modules
 from toy_rl.lm.prompts import (chat_messages, extract_final_number, extract_int, few_shot_prompt, int_reward,
                                render_chat)
 from toy_rl.lm.tasks import ArithmeticTask, GSM8KTask, load_gsm8k_jsonl
-from toy_rl.tasks.base import Problem
+from toy_rl.arithmetic.tasks.base import Problem
 
 
 class FakeChatTokenizer:

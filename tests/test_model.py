@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from toy_rl.model import (EOS_ID, GPT, PAD_ID, ModelConfig, decode, encode_prompts, load_checkpoint, load_into,
+from toy_rl.arithmetic.model import (EOS_ID, GPT, PAD_ID, ModelConfig, decode, encode_prompts, load_checkpoint, load_into,
                           position_ids_from_mask, repad_left, resolve_device, sample, save_checkpoint,
                           token_logprobs)
 

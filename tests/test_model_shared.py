@@ -3,8 +3,8 @@ with the same numbers."""
 import pytest
 import torch
 
-from toy_rl.model import GPT, KVCache, ModelConfig, encode_prompts, sample, token_logprobs
-from toy_rl.model.scoring import next_token_logits
+from toy_rl.arithmetic.model import GPT, KVCache, ModelConfig, encode_prompts, sample, token_logprobs
+from toy_rl.arithmetic.model.scoring import next_token_logits
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -120,7 +120,7 @@ def test_packing_groups_of_any_size_and_order(row_tokens):
 
 def test_tiny_policy_samples_repeated_prompts_in_order():
     """TinyPolicy left-pads each distinct prompt once and tells the sampler which prompt each answer continues."""
-    from toy_rl.rl.tiny_policy import TinyPolicy
+    from toy_rl.arithmetic.policy import TinyPolicy
     policy = TinyPolicy(tiny().eval())
     a, b = policy.encode("12+7="), policy.encode("make 24 from 3 5 8:")
     out = policy.sample([a, b, a, a, b], 6, 0.0)                      # greedy: equal prompts, equal answers

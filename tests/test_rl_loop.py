@@ -4,11 +4,11 @@ import json
 import pytest
 import torch
 
-from toy_rl.model.gpt import GPT, ModelConfig
+from toy_rl.arithmetic.model.gpt import GPT, ModelConfig
 from toy_rl.rl.loop import RLConfig, train
 from toy_rl.rl.sources import BatchSource
-from toy_rl.rl.tiny_policy import TinyPolicy
-from toy_rl.tasks import get_task
+from toy_rl.arithmetic.policy import TinyPolicy
+from toy_rl.arithmetic.tasks import get_task
 
 TASK = get_task("add")
 SMALL = ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32)

@@ -3,11 +3,11 @@ import random
 
 import pytest
 
-from toy_rl.model.tokenizer import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, decode, encode, encode_prompts
-from toy_rl.tasks import TASKS, Problem, get_task
-from toy_rl.tasks.countdown import solve
-from toy_rl.tasks.expression import evaluate
-from toy_rl.tasks.scratchpad import worked_sum
+from toy_rl.arithmetic.model.tokenizer import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, decode, encode, encode_prompts
+from toy_rl.arithmetic.tasks import TASKS, Problem, get_task
+from toy_rl.arithmetic.tasks.countdown import solve
+from toy_rl.arithmetic.tasks.expression import evaluate
+from toy_rl.arithmetic.tasks.scratchpad import worked_sum
 
 
 def test_get_task_lists_names_for_an_unknown_task():

@@ -4,12 +4,12 @@ import json
 import pytest
 import torch
 
-import toy_rl.warmstart as ws
+import toy_rl.arithmetic.warmstart as ws
 from toy_rl.cli import main
-from toy_rl.model import GPT, ModelConfig, read_meta
-from toy_rl.model.evaluate import evaluate
-from toy_rl.model.tokenizer import EOS_ID, decode
-from toy_rl.tasks import get_task
+from toy_rl.arithmetic.model import GPT, ModelConfig, read_meta
+from toy_rl.arithmetic.model.evaluate import evaluate
+from toy_rl.arithmetic.model.tokenizer import EOS_ID, decode
+from toy_rl.arithmetic.tasks import get_task
 
 @pytest.fixture(scope="module", autouse=True)
 def _one_thread(one_thread):

@@ -6,7 +6,7 @@
     checks = claim_checks(results)        # the same as dicts: claim, text, verdict, evidence
 
 Notebook 02 prints these verdicts in its closing section and ``toy-rl report --rung 1`` puts them on its page;
-both call :func:`claim_checks`. :func:`claim_verdicts` mirrors :func:`toy_rl.arithmetic_views.claim_verdicts`
+both call :func:`claim_checks`. :func:`claim_verdicts` mirrors :func:`toy_rl.arithmetic.views.claim_verdicts`
 (rung 2): one ``verdict_line`` string per claim. The summaries the verdicts read are functions too, so the
 notebook's tables and the verdicts are the same numbers: :func:`negative_dominance` (§3, claim 2) and
 :func:`rule_tests` (§5, Welch tests of mean reward, claims 3 and 5); claim 1 reads the entropy after a quarter

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from ..arithmetic import DEFAULTS, compare, entropy_check, format_summary, set_cpu_threads, summary
-from ..tasks import TASKS
+from ..arithmetic.tasks import TASKS
 from . import expand_rules
 
 NAME = "arithmetic"

@@ -22,9 +22,9 @@ def add_arguments(p):
 def run(args) -> int:
     from dataclasses import replace
 
-    from ..model import read_meta
-    from ..tasks import TASKS, get_task
-    from ..warmstart import cache_path, default_config, ensure_warmstart
+    from ..arithmetic.model import read_meta
+    from ..arithmetic.tasks import TASKS, get_task
+    from ..arithmetic.warmstart import cache_path, default_config, ensure_warmstart
 
     if args.threads is not None:
         if args.threads < 1:

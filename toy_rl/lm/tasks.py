@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from ..tasks.base import HELDOUT_POOL, HELDOUT_SEED, Problem, Task, as_rng
+from ..arithmetic.tasks.base import HELDOUT_POOL, HELDOUT_SEED, Problem, Task, as_rng
 from .prompts import extract_final_number, extract_int, few_shot_prompt
 
 FORMATS = ("plain", "chat")

@@ -2,7 +2,7 @@
 each: ``toy-rl figures [--only NAME ...] [--out docs/figures] [--smoke]``.
 
 Every figure is drawn by the function its notebook calls (:mod:`toy_rl.surrogate`, :mod:`toy_rl.bandit.views`,
-:mod:`toy_rl.arithmetic_views`, :mod:`toy_rl.lm.views`) on runs made by the existing runners
+:mod:`toy_rl.arithmetic.views`, :mod:`toy_rl.lm.views`) on runs made by the existing runners
 (:mod:`toy_rl.report.runs`): the long ones (rung 2's sweep, rung 3's LoRA runs) are read back from their run
 folders under ``runs/`` when they are finished there, so regenerating the figures reruns nothing that is done.
 
@@ -116,7 +116,7 @@ def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
 
 
 def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
-    from ..arithmetic_views import rule_bands
+    from ..arithmetic.views import rule_bands
     results, source, note = arithmetic_runs(runs, "add", (FOCUS,), smoke=smoke, progress=progress)
     scenario = f"reuse-{FOCUS}"
     fig, means = rule_bands(results, scenario)
@@ -128,7 +128,7 @@ def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
 
 
 def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
-    from ..arithmetic_views import rule_bands
+    from ..arithmetic.views import rule_bands
     results, source, note = arithmetic_runs(runs, "scratchpad", (), partial=PARTIAL_BUDGET, smoke=smoke,
                                             progress=progress)
     scenario = f"partial-{PARTIAL_BUDGET}"

@@ -2,11 +2,11 @@
 :class:`Report` (what was run, the key plots, the summary table, the verdicts on the paper's claims) that
 :mod:`toy_rl.report.document` writes as Markdown or as one self-contained HTML file.
 
-The plots are the notebooks' (:mod:`toy_rl.bandit.views`, :mod:`toy_rl.arithmetic_views`,
+The plots are the notebooks' (:mod:`toy_rl.bandit.views`, :mod:`toy_rl.arithmetic.views`,
 :mod:`toy_rl.lm.views`); the tables come from the runners' summaries (:func:`toy_rl.bandit.summary_table`,
 :func:`toy_rl.arithmetic.summary`, :func:`toy_rl.lm.run.table_rows`) with their 95% bands and Welch tests;
 the verdicts from the functions the notebooks print them with (:func:`toy_rl.bandit.verdicts.claim_verdicts`,
-:func:`toy_rl.arithmetic_views.claim_verdicts`, :func:`toy_rl.lm.views.claims`).
+:func:`toy_rl.arithmetic.views.claim_verdicts`, :func:`toy_rl.lm.views.claims`).
 """
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def _rung1(smoke, seeds, steps, runs, progress, model) -> dict:
 
 def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
     from ..arithmetic import summary
-    from ..arithmetic_views import claim_verdicts, rule_bands, scenario_bands, scenario_names
+    from ..arithmetic.views import claim_verdicts, rule_bands, scenario_bands, scenario_names
     ks = (0, 2) if smoke else (0, 2, 4, 8)
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
     results, source, note = arithmetic_runs(runs, "add", ks, seeds=seeds, steps=steps, smoke=smoke,
@@ -166,7 +166,7 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                 runner=(f"toy-rl arithmetic --task add --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds}"
                         + (f" --steps {steps}" if steps else "") + " --threads 1"),
                 figures=figs, table=table, verdicts=claim_verdicts(results, stale),
-                notes=["Verdicts: toy_rl.arithmetic_views.claim_verdicts, as notebook 04 prints them (a part counts "
+                notes=["Verdicts: toy_rl.arithmetic.views.claim_verdicts, as notebook 04 prints them (a part counts "
                        "only at p < 0.05)."])
 
 

@@ -2,7 +2,7 @@
 the reports. Nothing here trains or computes statistics itself:
 
 * rung 1: :func:`toy_rl.bandit.sweep` (seconds; always run now);
-* rung 2: :func:`toy_rl.arithmetic_views.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic`` when
+* rung 2: :func:`toy_rl.arithmetic.views.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic`` when
   they hold every (scenario, rule) with enough finished seeds, else :func:`toy_rl.arithmetic.compare` into the
   same folder, which resumes: a second call only reads;
 * rung 3: :func:`toy_rl.lm.run.compare_rules` under ``<runs>/lora``, which reads back every finished run whose
@@ -21,7 +21,7 @@ from pathlib import Path
 from ..arithmetic import DEFAULTS as RUNG2
 from ..arithmetic import RULES
 from ..bandit import BanditConfig, sweep
-from ..warmstart import smoke_config
+from ..arithmetic.warmstart import smoke_config
 
 # --- rung 1 ------------------------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: 
     source line, config note). Full: ``<runs>/arithmetic`` (``<runs>/arithmetic-steps<N>`` for another number of
     updates, so runs of another length are never mixed in); smoke: the tiny warm start and
     :data:`RUNG2_SMOKE` in ``<runs>/arithmetic-smoke``. Uses the first ``seeds`` finished seeds."""
-    from ..arithmetic_views import load_or_compare
+    from ..arithmetic.views import load_or_compare
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
     if smoke:
         overrides = dict(RUNG2_SMOKE, warmstart=smoke_config(task))

@@ -17,6 +17,6 @@ A *policy* wraps a model and its tokenizer:
     get_weights() / set_weights(state)         trainable weights only (lag snapshots, checkpoints)
     train() / eval()
 
-:class:`toy_rl.rl.tiny_policy.TinyPolicy` is rung 2's; rungs 3–4 wrap a
+:class:`toy_rl.arithmetic.policy.TinyPolicy` is rung 2's; rungs 3–4 wrap a
 Hugging Face model with LoRA the same way.
 """

@@ -213,7 +213,7 @@ class GPT(nn.Module):
         Positions are computed from the mask (see the module docstring). With a
         ``cache``, ``input_ids`` continues the tokens already stored there; the
         cache's length grows by L. For packed rows (several sequences in one row,
-        see :mod:`toy_rl.model.scoring`), pass ``positions`` (B, L) and ``allowed``
+        see :mod:`toy_rl.arithmetic.model.scoring`), pass ``positions`` (B, L) and ``allowed``
         (B, L, L): which key each query may attend (every query must see itself).
         """
         B, L = input_ids.shape

@@ -1,7 +1,7 @@
 """Rung 2: RL on the small arithmetic transformer, the three rules under staleness and partial rollout.
 
 Every run starts from the same cached supervised warm start
-(:func:`toy_rl.warmstart.load_warmstart`) and goes through the shared loop
+(:func:`toy_rl.arithmetic.warmstart.load_warmstart`) and goes through the shared loop
 (:func:`toy_rl.rl.loop.train`); only the rollout seed changes between seeds.
 Runs live in ``<out>/<task>/<scenario>/<rule>/seed<k>/`` and resume if interrupted:
 running the same comparison again finishes what is missing and reuses the rest.
@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .clipping import make_rule
-from .rl.logbook import read_jsonl
-from .rl.loop import RLConfig, train
-from .rl.tiny_policy import TinyPolicy
-from .stats import confidence_band, welch_test
+from ..clipping import make_rule
+from ..rl.logbook import read_jsonl
+from ..rl.loop import RLConfig, train
+from .policy import TinyPolicy
+from ..stats import confidence_band, welch_test
 from .tasks import get_task
 from .warmstart import load_warmstart
 
@@ -41,7 +41,7 @@ def run_one(task: str = "add", rule: str = "bapo", staleness: int = 0, mode: str
             progress: bool = True, warmstart=None, **overrides) -> list[dict]:
     """One RL run from the warm start; returns its metric records (the last one has ``final``).
 
-    ``warmstart``: a :class:`toy_rl.warmstart.WarmstartConfig` (default: the task's own);
+    ``warmstart``: a :class:`toy_rl.arithmetic.warmstart.WarmstartConfig` (default: the task's own);
     ``overrides``: any :class:`toy_rl.rl.loop.RLConfig` field (steps, lr, prompts, ...).
     """
     t = get_task(task)
@@ -136,9 +136,9 @@ def entropy_check(task: str = "add", rules=RULES, stale_updates: int = 3, lr: fl
     compares the measured entropy change at every answer position with −Cov(log π, Δz).
     Returns {rule: report} plus ``"error_slope"`` (log-log slope of the error against η, for BAPO).
     """
-    from .rl.entropy_check import entropy_rule_check, error_slope
-    from .rl.loop import make_optimizer, update
-    from .rl.sources import BatchSource
+    from ..rl.entropy_check import entropy_rule_check, error_slope
+    from ..rl.loop import make_optimizer, update
+    from ..rl.sources import BatchSource
 
     t = get_task(task)
     torch.manual_seed(seed)

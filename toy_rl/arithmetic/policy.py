@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from ..model import tokenizer
-from ..model.sampling import sample
-from ..model.scoring import token_logprobs
+from .model import tokenizer
+from .model.sampling import sample
+from .model.scoring import token_logprobs
 
 
 class TinyPolicy:

@@ -33,14 +33,14 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .arithmetic import DEFAULTS, RULES, compare, curve, load_results, scenario_name
-from .bandit.views import RULE_COLOURS, band, fixed_bounds, smooth, verdict_line
-from .clipping import BAPO, make_rule, policy_loss, token_ratio
-from .rl.entropy_check import QUADRANTS
-from .rl.loop import RLConfig, make_optimizer, update
-from .rl.sources import BatchSource
-from .rl.tiny_policy import TinyPolicy
-from .stats import welch_test
+from .run import DEFAULTS, RULES, compare, curve, load_results, scenario_name
+from ..bandit.views import RULE_COLOURS, band, fixed_bounds, smooth, verdict_line
+from ..clipping import BAPO, make_rule, policy_loss, token_ratio
+from ..rl.entropy_check import QUADRANTS
+from ..rl.loop import RLConfig, make_optimizer, update
+from ..rl.sources import BatchSource
+from .policy import TinyPolicy
+from ..stats import welch_test
 from .tasks import get_task
 from .warmstart import cache_path, load_warmstart
 
@@ -556,7 +556,7 @@ def partial_demo(task: str = "scratchpad", budget: int = 8, steps: int = 12, pro
     Returns {"batches": [(step, Batch)], "steps": [{step, groups, staleness_mean, staleness_max,
     mixed_versions}], "budget", "task"}.
     """
-    from .rl.loop import batch_metrics
+    from ..rl.loop import batch_metrics
     t = get_task(task)
     cfg = RLConfig(**{"lr": DEFAULTS["lr"], **overrides, "rule": rule, "partial": budget, "seed": seed,
                       "prompts": prompts, "group_size": group_size})
