@@ -1,4 +1,5 @@
-"""Statistics over seeds, shared by every rung: Student-t 95% bands and Welch's t-test.
+"""Statistics over seeds, shared by every rung: Student-t 95% bands, Welch's and paired t-tests, Holm's
+correction and the seed count a paired test needs.
 
 Bands are mean ± t_{0.975, n−1}·s/√n over seeds (scipy.stats.t); rules are
 compared with Welch's t-test (scipy.stats.ttest_ind, equal_var=False), one
@@ -41,3 +42,68 @@ def welch_test(a, b) -> tuple[float, float]:
         warnings.simplefilter("ignore", RuntimeWarning)
         t, p = stats.ttest_ind(a, b, equal_var=False)
     return float(t), float(p)
+
+
+def paired_test(a, b) -> dict:
+    """Paired t-test of ``a`` against ``b``, matched by seed (index): the same seed gives both rules the same
+    initial weights and first rollout, so the per-seed difference removes that shared noise.
+
+    Pairs with a NaN on either side are dropped. Returns ``{"n", "diff", "diff_lo", "diff_hi", "t", "p"}``:
+    the mean difference a − b with its Student-t 95% interval, and the two-sided p-value
+    (scipy.stats.ttest_rel). Identical samples give diff 0, p 1; fewer than 2 pairs give NaNs.
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples need one value per seed on both sides; got shapes {a.shape} and {b.shape}")
+    keep = np.isfinite(a) & np.isfinite(b)
+    d = a[keep] - b[keep]
+    out = {"n": int(len(d)), "diff": math.nan, "diff_lo": math.nan, "diff_hi": math.nan, "t": math.nan, "p": math.nan}
+    if len(d) == 0:
+        return out
+    mean, lo, hi = confidence_band(d)
+    out.update(diff=float(mean), diff_lo=float(lo), diff_hi=float(hi))
+    if len(d) < 2:
+        return out
+    if np.ptp(d) == 0:                      # every pair differs by the same amount (often 0: identical runs)
+        out.update(t=0.0 if d[0] == 0 else math.copysign(math.inf, d[0]), p=1.0 if d[0] == 0 else 0.0)
+        return out
+    t, p = stats.ttest_rel(a[keep], b[keep])
+    out.update(t=float(t), p=float(p))
+    return out
+
+
+def holm(pvalues) -> list[float]:
+    """Holm's step-down adjustment of a family of p-values (controls the family-wise error rate).
+
+    Sort the m p-values ascending, multiply the i-th (0-based) by m − i, carry the running maximum so the
+    adjusted values stay in order, cap at 1. NaNs stay NaN and do not count towards m.
+    """
+    p = np.asarray(list(pvalues), float)
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(np.isfinite(p))
+    m = len(idx)
+    running = 0.0
+    for rank, i in enumerate(idx[np.argsort(p[idx], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return [float(v) for v in out]
+
+
+def seeds_for_effect(effect: float, sd_diff: float, alpha: float = 0.05, power: float = 0.8,
+                     max_seeds: int = 10_000) -> int:
+    """Seeds a paired t-test needs to detect a mean difference ``effect`` when per-seed differences have
+    standard deviation ``sd_diff`` (two-sided ``alpha``, the given ``power``; noncentral t, exact).
+
+    E.g. to see 3 points of accuracy when paired differences scatter by 4 points: seeds_for_effect(0.03, 0.04).
+    """
+    if not (effect > 0 and sd_diff > 0):
+        raise ValueError(f"effect and sd_diff must be > 0; got effect={effect!r}, sd_diff={sd_diff!r}")
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError(f"alpha and power must lie in (0, 1); got alpha={alpha!r}, power={power!r}")
+    for n in range(2, max_seeds + 1):
+        df = n - 1
+        crit = stats.t.ppf(1 - alpha / 2, df)
+        nc = effect / sd_diff * math.sqrt(n)
+        if stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc) >= power:
+            return n
+    raise ValueError(f"more than {max_seeds} seeds needed for effect {effect} at sd {sd_diff}")
