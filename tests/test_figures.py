@@ -62,7 +62,7 @@ def test_lora_figure_smoke_on_a_tiny_model(tmp_path):
     e = render_figures(["06"], tmp_path, smoke=True, runs=tmp_path / "runs", progress=False, model=lm.tiny_llama)[0]
     assert "skipped" not in e, e
     assert (tmp_path / "06-lora-rules.png").stat().st_size > 5_000
-    assert "SMOKE" in e["config"] and "compare_rules" in e["source"]
+    assert "SMOKE" in e["config"] and "toy_rl.experiments.sweep" in e["source"]
 
 
 @pytest.mark.skipif(llm_missing() is None, reason="the llm extra and SmolLM2 are installed here")
