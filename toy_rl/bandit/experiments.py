@@ -207,6 +207,11 @@ def bandit_config(spec) -> BanditConfig:
                         dtype=spec.option("dtype"))
 
 
+def check_spec(spec) -> None:
+    """ValueError now for a rung-1 spec the bandit cannot run."""
+    bandit_config(spec)
+
+
 def saved_config(spec) -> dict:
     """What a rung-1 run's ``config.json`` holds: its BanditConfig, rule and seed."""
     return dict(bandit_config(spec).to_dict(), rule=rule_label(spec.rl.rule), seed=spec.rl.seed)

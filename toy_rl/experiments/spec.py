@@ -12,7 +12,9 @@ backend's ``SMOKE`` settings with ``smoke=True`` (``steps`` capped at SMOKE's), 
 
 Backends (one per rung, in its own package): ``toy_rl.bandit.experiments`` (rung 1),
 ``toy_rl.arithmetic.run`` (rung 2), ``toy_rl.lm.run`` (rungs 3-4). Each has ``DEFAULTS``, ``SMOKE``,
-``OPTIONS`` (its own settings outside RLConfig, with their defaults) and ``train(spec, folder)``.
+``OPTIONS`` (its own settings outside RLConfig, with their defaults), ``rl_defaults(task, preset)`` and
+``train(spec, folder)``; optionally ``train_seeds(specs, folders)`` (a cell's seeds side by side, rung 1),
+``saved_config(spec)`` (its own config.json), ``check_spec(spec)`` and ``default_model(preset)`` (rungs 3-4).
 """
 from __future__ import annotations
 
@@ -92,6 +94,8 @@ class RunSpec:
             raise ValueError(f"preset is for rungs 3-4 (rung 'lm'); got preset={self.preset!r} for {self.rung!r}")
         if self.model is None and hasattr(be, "default_model"):
             object.__setattr__(self, "model", be.default_model(self.preset))   # also checks the preset's name
+        if hasattr(be, "check_spec"):
+            be.check_spec(self)                         # the backend's own checks (rung 1: its BanditConfig)
 
     def option(self, name: str):
         """The backend setting ``name``: given in ``options``, else the backend's default."""

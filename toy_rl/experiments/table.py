@@ -77,9 +77,13 @@ def summarize(results: dict, baseline: str = "symmetric") -> list[dict]:
     return rows
 
 
+# Outcome columns shown with their 95% band (``mean ± half-width``); the diagnostics show as plain means.
+BAND_PREFIXES = ("final_", "auc_", "diff_", "mean_", "entropy_at_")
+
+
 def default_columns(rows: list[dict]) -> list[str]:
     """The columns :func:`format_table` shows when none are named: those of these that the rows have."""
-    first = rows[0] if rows else {}
+    first = {k: v for r in reversed(rows) for k, v in r.items()}          # every key any row has
     s, b = first.get("score", "accuracy"), first.get("vs", "symmetric")
     wanted = ("scenario", "staleness" if "scenario" not in first else None, "rule", "seeds", f"start_{s}",
               f"final_{s}", f"diff_vs_{b}", f"p_vs_{b}", f"auc_{s}", f"p_auc_vs_{b}",
@@ -95,12 +99,13 @@ def _is_nan(x) -> bool:
 
 
 def cell(row: dict, key: str) -> str:
-    """One value as text: a band as ``mean ± half-width`` (``± n/a`` with one seed), a p-value with 3 decimals,
-    other numbers with 3 decimals; ``-`` where nothing applies (e.g. the test on the baseline's own row)."""
+    """One value as text: an outcome (:data:`BAND_PREFIXES`) with its band as ``mean ± half-width`` (``± n/a``
+    with one seed), a p-value with 3 decimals, other numbers with 3 decimals; ``-`` where nothing applies
+    (e.g. the test on the baseline's own row)."""
     v = row.get(key)
     if v is None:
         return "-"
-    if f"{key}_lo" in row:
+    if f"{key}_lo" in row and key.startswith(BAND_PREFIXES):
         if _is_nan(v):
             return "n/a"
         lo, hi = row[f"{key}_lo"], row[f"{key}_hi"]
