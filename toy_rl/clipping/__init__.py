@@ -4,7 +4,7 @@
     loss, stats = policy_loss(logp, old_logp, advantages, mask, BAPO())
 """
 from .bapo import BAPO
-from .loss import aggregate, policy_loss, policy_loss_runs, token_ratio
+from .loss import aggregate, clipped_mask, policy_loss, policy_loss_runs, token_ratio
 from .rules import Bounds, ClipHigher, FixedBounds, Symmetric
 
 RULES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}
@@ -17,4 +17,5 @@ def make_rule(name: str):
     return RULES[name]()
 
 
-__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "policy_loss", "policy_loss_runs", "token_ratio", "aggregate", "make_rule", "RULES"]
+__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "policy_loss", "policy_loss_runs",
+           "token_ratio", "aggregate", "clipped_mask", "make_rule", "RULES"]

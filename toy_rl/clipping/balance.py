@@ -2,7 +2,7 @@
 
 Notation: r = π_θ/π_behaviour per token, A the advantage, [c_low, c_high] the
 ratio bounds. The paper, its text and the authors' code read ρ differently
-(see ``shared/bapo_facts.md``); two choices are exposed:
+(see ``docs/paper_vs_code.md``); two choices are exposed:
 
 ``count`` — which tokens make up the masses
     "all"  every token with its *clipped* value: positives weigh
@@ -10,7 +10,8 @@ ratio bounds. The paper, its text and the authors' code read ρ differently
            the authors' ``_compute_effective_advantage``. Raising c_low can
            only *add* negative mass here.
     "grad" only tokens that still carry gradient under the clipped
-           surrogate: positives with r ≤ c_high weigh A·r, negatives with
+           surrogate (not in :func:`~toy_rl.clipping.loss.clipped_mask`):
+           positives with r ≤ c_high weigh A·r, negatives with
            r ≥ c_low weigh |A|·r. This is the paper's stated intent (raising
            c_low "filters" low-probability negatives out of the update).
            A token exactly at a bound keeps its gradient (torch's clamp
@@ -31,6 +32,8 @@ tokens and no host–device synchronisation.
 from __future__ import annotations
 
 import torch
+
+from .loss import clipped_mask
 
 COUNTS = ("all", "grad")
 BALANCES = ("share", "pos_neg")
@@ -88,6 +91,20 @@ def balance_of(pos: torch.Tensor, neg: torch.Tensor, balance: str) -> torch.Tens
                            torch.ones_like(total))
     return torch.where(neg > 0, pos / torch.where(neg > 0, neg, torch.ones_like(neg)),
                        torch.full_like(neg, float("inf")))
+
+
+def mass_sums(ratio, adv, weights, c_low: float, c_high: float, count: str):
+    """(pos, neg) at one pair of bounds, written out as plain masked sums (any shape; 0-d tensors).
+
+    count="all" (Eq. 8): Σ A⁺·min(r, c_high) and Σ A⁻·max(r, c_low); count="grad": Σ |A|·r over
+    the tokens :func:`~toy_rl.clipping.loss.clipped_mask` leaves alone. ``weights``: the 0/1 mask.
+    Slow but plain: the binned sweeps above give the same numbers for every candidate bound at once.
+    """
+    a_pos, a_neg = torch.clamp(adv, min=0) * weights, torch.clamp(-adv, min=0) * weights
+    if count == "grad":
+        keep = ~clipped_mask(ratio, adv, c_low, c_high)
+        return (a_pos * ratio * keep).sum(), (a_neg * ratio * keep).sum()
+    return (a_pos * torch.clamp(ratio, max=c_high)).sum(), (a_neg * torch.clamp(ratio, min=c_low)).sum()
 
 
 def masses(ratio, adv, mask, c_low: float, c_high: float, count: str):

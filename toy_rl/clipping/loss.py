@@ -1,4 +1,4 @@
-"""The clipped policy-gradient loss shared by every rung (bapo_facts.md, "Objective").
+"""The clipped policy-gradient loss shared by every rung (docs/paper_vs_code.md, "Objective").
 
 Per token, with r = exp(clamp(logp − old_logp, ±20)) and bounds from the rule:
 
@@ -9,7 +9,8 @@ Per token, with r = exp(clamp(logp − old_logp, ±20)) and bounds from the rule
 
 Clip fractions are sign-aware, as TRL counts them: ``clip_frac_low`` is the
 share of tokens with r < c_low and A < 0, ``clip_frac_high`` those with
-r > c_high and A > 0 — exactly the tokens that lose their gradient.
+r > c_high and A > 0 — exactly the tokens that lose their gradient
+(:func:`clipped_mask`).
 (verl's ``pg_clipfrac_lower`` means the dual-clip instead: here that is
 ``dual_clip_frac``. CleanRL's ``clipfrac`` ignores the sign.)
 """
@@ -30,6 +31,20 @@ def clamped_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tenso
 def token_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
     """r = π_θ / π_behaviour per token, from log-probs (log-ratio clamped to ±20)."""
     return torch.exp(clamped_log_ratio(logp, old_logp))
+
+
+def clipped_mask(ratio: torch.Tensor, adv: torch.Tensor, c_low, c_high) -> torch.Tensor:
+    """Which tokens lost their gradient to clipping (BAPO Eq. 3): r < c_low with A < 0, or r > c_high with A > 0.
+
+    There min(r·A, clip(r, c_low, c_high)·A) takes the clipped, constant branch. A token exactly at a
+    bound keeps its gradient (torch.clamp passes it). ``c_low``/``c_high`` are numbers or tensors that
+    broadcast against ``ratio``; pass None for a side to leave it out (e.g. the lower side alone).
+    Inside the mask, ``~clipped_mask(...)`` are the tokens that still carry gradient (BAPO's
+    count="grad"). Dual-clip (r > c with A < 0) is not included: see ``dual_clip_frac``.
+    """
+    low = (ratio < c_low) & (adv < 0) if c_low is not None else torch.zeros_like(ratio, dtype=torch.bool)
+    high = (ratio > c_high) & (adv > 0) if c_high is not None else torch.zeros_like(ratio, dtype=torch.bool)
+    return low | high
 
 
 def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tensor:
@@ -114,7 +129,7 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
 
 
 def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:
-    """Diagnostics named as in DESIGN.md, one (runs,) tensor each."""
+    """Diagnostics, one (runs,) tensor each (documented in the README)."""
     n = m.sum((1, 2))
     frac = lambda cond: (cond.to(m.dtype) * m).sum((1, 2)) / n
     big = torch.finfo(ratio.dtype).max
@@ -122,8 +137,8 @@ def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:
         "c_low": b.c_low, "c_high": b.c_high,
         "rho": b.rho, "pos_mass": b.pos, "neg_mass": b.neg,
         "pos_neg_ratio": torch.where(b.neg > 0, b.pos / b.neg.clamp(min=1e-30), torch.full_like(b.neg, float("inf"))),
-        "clip_frac_low": frac((ratio < lo) & (adv < 0)),
-        "clip_frac_high": frac((ratio > hi) & (adv > 0)),
+        "clip_frac_low": frac(clipped_mask(ratio, adv, lo, None)),
+        "clip_frac_high": frac(clipped_mask(ratio, adv, None, hi)),
         "dual_clip_frac": frac((ratio > dual_clip) & (adv < 0)) if dual_clip is not None else torch.zeros_like(n),
         "neg_adv_frac": frac(adv < 0),
         "pos_adv_frac": frac(adv > 0),
