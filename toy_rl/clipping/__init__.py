@@ -5,7 +5,7 @@
 """
 from .bapo import BAPO
 from .loss import aggregate, clipped_mask, policy_loss, policy_loss_runs, token_ratio
-from .rules import Bounds, ClipHigher, FixedBounds, Symmetric
+from .rules import Bounds, ClipHigher, ClippingRule, FixedBounds, Symmetric
 
 RULES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}
 
@@ -17,5 +17,5 @@ def make_rule(name: str):
     return RULES[name]()
 
 
-__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "policy_loss", "policy_loss_runs",
+__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "ClippingRule", "policy_loss", "policy_loss_runs",
            "token_ratio", "aggregate", "clipped_mask", "make_rule", "RULES"]
