@@ -24,11 +24,11 @@ def ref_masses(r, a, m, lo, hi, count):
     return float((a * r)[p & (r <= hi)].sum()), float((-a * r)[n & (r >= lo)].sum())
 
 
-def ref_rho(r, a, m, lo, hi, count, balance):
+def ref_rho(r, a, m, lo, hi, count, balance, eps=0.0):
     pos, neg = ref_masses(r, a, m, lo, hi, count)
     if balance == "share":
-        return pos / (pos + neg) if pos + neg > 0 else 1.0
-    return pos / neg if neg > 0 else math.inf
+        return pos / (pos + neg + eps) if pos + neg > 0 else 1.0
+    return pos / (neg + eps) if neg > 0 else math.inf
 
 
 def paper_loop(rule, rho):
@@ -108,7 +108,7 @@ def _check_against_loop(rule, loop, n_batches=40, seed=0):
     s = rule.search(r, a, m)
     steps_seen = []
     for i, (ri, ai, mi) in enumerate(batches):
-        rho = lambda lo, hi: ref_rho(ri, ai, mi, lo, hi, rule.count, rule.balance)
+        rho = lambda lo, hi: ref_rho(ri, ai, mi, lo, hi, rule.count, rule.balance, rule.eps)
         lo, hi, steps = loop(rule, rho)
         assert float(b.c_low[i]) == pytest.approx(lo, abs=1e-9), i
         assert float(b.c_high[i]) == pytest.approx(hi, abs=1e-9), i

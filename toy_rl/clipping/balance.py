@@ -83,13 +83,15 @@ def neg_mass_at(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
     return above_ra + lows * _binned_cumsum(idx, a, m + 1)          # + l·Σ_{r<l} |A|
 
 
-def balance_of(pos: torch.Tensor, neg: torch.Tensor, balance: str) -> torch.Tensor:
-    """ρ from the masses. With no negative mass there is nothing to balance: ρ = 1 ("share") or +inf."""
+def balance_of(pos: torch.Tensor, neg: torch.Tensor, balance: str, eps: float = 0.0) -> torch.Tensor:
+    """ρ from the masses: pos/(pos + neg + eps) ("share") or pos/(neg + eps) ("pos_neg"); ``eps`` is
+    the authors' guard (their code: pos/(neg + 1e-8)), 0 by default. With nothing to balance
+    (pos + neg = 0, or neg = 0) ρ = 1 ("share") or +inf ("pos_neg"), as in the authors' code."""
     if balance == "share":
         total = pos + neg
-        return torch.where(total > 0, pos / torch.where(total > 0, total, torch.ones_like(total)),
+        return torch.where(total > 0, pos / (torch.where(total > 0, total, torch.ones_like(total)) + eps),
                            torch.ones_like(total))
-    return torch.where(neg > 0, pos / torch.where(neg > 0, neg, torch.ones_like(neg)),
+    return torch.where(neg > 0, pos / (torch.where(neg > 0, neg, torch.ones_like(neg)) + eps),
                        torch.full_like(neg, float("inf")))
 
 

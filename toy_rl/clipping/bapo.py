@@ -38,11 +38,18 @@ from .balance import BALANCES, COUNTS, balance_of, neg_mass_at, pos_mass_at
 from .rules import Bounds
 
 ORDERS = ("upper_first", "lower_first")
+MAX_PATH_POINTS = 10_000     # the search measures ρ at every point: (runs, points) numbers per update
 
 
 def _steps(start: float, stop: float, step: float) -> int:
     """How many times `step` fits between start and stop (tolerant to 0.1 + 0.2 float noise)."""
     return int(math.floor((stop - start) / step + 1e-9))
+
+
+def _capped_steps(start: float, stop: float, step: float) -> int:
+    """How many times ``x = min(x + step, stop)`` runs from ``start`` until x reaches stop (the authors'
+    loop; the last step may be short). Exact in exact arithmetic; float accumulation may add one."""
+    return max(0, math.ceil((stop - start) / step - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class BAPO:
             c_low to its maximum first, then c_high; each step capped at the maximum).
         count: "grad" (default, see module docstring) or "all" (Eq. 8, authors' code).
         balance: "share" pos/(pos+neg) (paper) or "pos_neg" pos/neg (authors' code).
+        eps: added to the balance's denominator, pos/(neg + eps) (authors' code: 1e-8); 0 by default.
     """
     rho0: float = 0.4
     low_range: tuple = (0.6, 0.9)
@@ -67,6 +75,7 @@ class BAPO:
     order: str = "upper_first"
     count: str = "grad"
     balance: str = "share"
+    eps: float = 0.0
 
     name = "bapo"
 
@@ -80,6 +89,8 @@ class BAPO:
             raise ValueError(f"rho0 must lie in (0, 1) when balance='share' (it is a share of the loss); got {self.rho0!r}")
         if self.balance == "pos_neg" and not (self.rho0 > 0 and math.isfinite(self.rho0)):
             raise ValueError(f"rho0 must be a finite number > 0 when balance='pos_neg'; got {self.rho0!r}")
+        if not (isinstance(self.eps, (int, float)) and self.eps >= 0 and math.isfinite(self.eps)):
+            raise ValueError(f"eps must be a finite number >= 0 (authors' code: 1e-8); got {self.eps!r}")
         for arg in ("low_range", "high_range"):
             rng = getattr(self, arg)
             if not isinstance(rng, (tuple, list)) or len(rng) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in rng):
@@ -95,6 +106,11 @@ class BAPO:
             v = getattr(self, arg)
             if not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
                 raise ValueError(f"{arg} must be a number > 0; got {v!r}")
+        n = self.path_size()
+        if n > MAX_PATH_POINTS:
+            raise ValueError(f"the search path would have {n:,} points (low_range {self.low_range} in steps of "
+                             f"{self.low_step}, high_range {self.high_range} in steps of {self.high_step}); at most "
+                             f"{MAX_PATH_POINTS:,} are allowed: use larger steps or narrower ranges")
 
     @classmethod
     def paper(cls) -> "BAPO":
@@ -104,14 +120,28 @@ class BAPO:
     @classmethod
     def authors_code(cls) -> "BAPO":
         """The authors' verl recipe (shipped yaml): lower bound first, pos/neg target 1.0,
-        all tokens with clipped values, [0.6, 0.8] and [1.2, 2.0] in steps of 0.05.
+        all tokens with clipped values, [0.6, 0.8] and [1.2, 2.0] in steps of 0.05, pos/(neg + 1e-8).
         Their loss also uses dual-clip c = 3.0 and token-mean: pass
         ``dual_clip=3.0, agg="token-mean"`` to ``policy_loss`` for the full setting."""
         return cls(rho0=1.0, low_range=(0.6, 0.8), high_range=(1.2, 2.0), low_step=0.05,
-                   high_step=0.05, order="lower_first", count="all", balance="pos_neg")
+                   high_step=0.05, order="lower_first", count="all", balance="pos_neg", eps=1e-8)
+
+    def path_size(self) -> int:
+        """How many points :meth:`path` lays out, counted without building it (lower_first: float
+        accumulation may add one)."""
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
+        if self.order == "upper_first":
+            n_lo = _steps(a_lo, b_lo, self.low_step)
+            return 1 if n_lo == 0 else 1 + _steps(a_hi, b_hi, self.high_step) + n_lo
+        return 1 + _capped_steps(a_lo, b_lo, self.low_step) + _capped_steps(a_hi, b_hi, self.high_step)
 
     def path(self) -> list[tuple[float, float]]:
-        """Every (c_low, c_high) the search may visit, in order; it stops at the first with ρ ≥ ρ0."""
+        """Every (c_low, c_high) the search may visit, in order; it stops at the first with ρ ≥ ρ0.
+
+        upper_first (Algorithm 1): a⁺ + i·δ1, then a⁻ + j·δ2, rounded to 10 decimals (no drift
+        from adding steps). lower_first: the authors' ``min(cur + step, max)``, accumulated as their
+        loop does (floats like 1.5000000000000002 kept, not rounded).
+        """
         (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
         pts = [(a_lo, a_hi)]
         if self.order == "upper_first":                       # Algorithm 1
@@ -122,16 +152,16 @@ class BAPO:
             pts += [(a_lo, a_hi + i * self.high_step) for i in range(1, n_hi + 1)]
             top = pts[-1][1]
             pts += [(a_lo + j * self.low_step, top) for j in range(1, n_lo + 1)]
-        else:                                                 # authors' code: min(cur + step, max)
-            lo = a_lo
-            while lo < b_lo:
-                lo = min(lo + self.low_step, b_lo)
-                pts.append((lo, a_hi))
-            hi = a_hi
-            while hi < b_hi:
-                hi = min(hi + self.high_step, b_hi)
-                pts.append((lo, hi))
-        return [(round(lo, 10), round(hi, 10)) for lo, hi in pts]
+            return [(round(lo, 10), round(hi, 10)) for lo, hi in pts]
+        lo = a_lo                                             # authors' code: min(cur + step, max)
+        while lo < b_lo:
+            lo = min(lo + self.low_step, b_lo)
+            pts.append((lo, a_hi))
+        hi = a_hi
+        while hi < b_hi:
+            hi = min(hi + self.high_step, b_hi)
+            pts.append((lo, hi))
+        return pts
 
     def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> dict:
         """Run Algorithm 1 for each run (row) of (runs, tokens) inputs, vectorised.
@@ -145,12 +175,13 @@ class BAPO:
         lows = sorted({lo for lo, _ in pts})
         highs = sorted({hi for _, hi in pts})
         like = dict(dtype=ratio.dtype, device=ratio.device)
-        lo_idx = torch.tensor([lows.index(lo) for lo, _ in pts], device=ratio.device)
-        hi_idx = torch.tensor([highs.index(hi) for _, hi in pts], device=ratio.device)
+        lo_at, hi_at = {lo: i for i, lo in enumerate(lows)}, {hi: i for i, hi in enumerate(highs)}
+        lo_idx = torch.tensor([lo_at[lo] for lo, _ in pts], device=ratio.device)
+        hi_idx = torch.tensor([hi_at[hi] for _, hi in pts], device=ratio.device)
         path_low, path_high = torch.tensor(lows, **like)[lo_idx], torch.tensor(highs, **like)[hi_idx]
         pos_path = pos_mass_at(ratio, adv, mask, torch.tensor(highs, **like), self.count)[:, hi_idx]
         neg_path = neg_mass_at(ratio, adv, mask, torch.tensor(lows, **like), self.count)[:, lo_idx]
-        rho_path = balance_of(pos_path, neg_path, self.balance)
+        rho_path = balance_of(pos_path, neg_path, self.balance, self.eps)
         ok = rho_path >= self.rho0                                   # (runs, P)
         first_ok = torch.argmax(ok.to(torch.int32), dim=1)           # first True (0 if none)
         stop = torch.where(ok.any(1), first_ok, torch.full_like(first_ok, len(pts) - 1))
