@@ -11,9 +11,9 @@ The bounds the loop visits do not depend on the data, only *where it stops*
 does. So :meth:`BAPO.search` lays out the whole path of candidate bounds,
 measures ρ at every point in one pass over the tokens (pos depends on c_high
 only, neg on c_low only; see :mod:`toy_rl.clipping.balance`) and stops at the
-first point with ρ ≥ ρ0, or at the end of the path. Same answer as the loop,
-but no host–device synchronisation per step (the authors' code calls
-``.item()`` at every step).
+first point with ρ ≥ ρ0, or at the end of the path. Same answer as the loop
+(:meth:`BAPO.search_loop`, the loop written out), but no host–device
+synchronisation per step (the authors' code calls ``.item()`` at every step).
 
 Defaults (paper §5.1): ρ0 = 0.4, [a⁻, b⁻] = [0.6, 0.9], [a⁺, b⁺] = [1.2, 3.0],
 δ1 = 0.05 (upper), δ2 = 0.02 (lower), upper bound first, ρ as a share.
@@ -25,7 +25,7 @@ the gradient, and only a ρ over gradient-carrying tokens rises when c_low
 rises. Under Eq. 8 as printed and the authors' code (``count="all"``) raising
 c_low can only *lower* ρ, so the lower-bound half of Algorithm 1 never helps
 and, whenever the upper half falls short, drives c_low to b⁻ regardless.
-``BAPO.authors_code()`` reproduces the authors' code (bapo_facts.md) instead.
+``BAPO.authors_code()`` reproduces the authors' code (docs/paper_vs_code.md) instead.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .balance import BALANCES, COUNTS, balance_of, neg_mass_at, pos_mass_at
+from .balance import BALANCES, COUNTS, balance_of, mass_sums, neg_mass_at, pos_mass_at
 from .rules import Bounds
 
 ORDERS = ("upper_first", "lower_first")
@@ -188,6 +188,33 @@ class BAPO:
         pick = lambda t: t.gather(1, stop[:, None])[:, 0]
         return dict(path_low=path_low, path_high=path_high, rho_path=rho_path, stop=stop,
                     c_low=path_low[stop], c_high=path_high[stop], pos=pick(pos_path), neg=pick(neg_path))
+
+    def search_loop(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> tuple[float, float, float]:
+        """Algorithm 1 as a plain loop, for one update: 1-D or (1, tokens) inputs. Returns (c_low, c_high, ρ).
+
+        A pass over the tokens per step, ρ from plain masked sums (:func:`~toy_rl.clipping.balance.mass_sums`):
+        slow, but it reads like the paper. :meth:`search` gives the same bounds for many runs at once
+        (up to float drift: here steps are added one by one, as the paper and the authors' code do).
+        """
+        if ratio.dim() > 1 and ratio.shape[0] != 1:
+            raise ValueError(f"search_loop runs one update: 1-D or (1, tokens) inputs; got {tuple(ratio.shape)} "
+                             "(search()/bounds() take several runs)")
+        rho = lambda lo, hi: float(balance_of(*mass_sums(ratio, adv, mask, lo, hi, self.count), self.balance, self.eps))
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range      # [a⁻, b⁻], [a⁺, b⁺]
+        d2, d1, tol = self.low_step, self.high_step, 1e-9                 # δ2, δ1; tol: 0.6 + 15 × 0.02 ≈ 0.9
+        c_low, c_high = a_lo, a_hi                                        # c_low ← a⁻; c_high ← a⁺
+        if self.order == "upper_first":
+            while rho(c_low, c_high) < self.rho0 and c_low + d2 <= b_lo + tol:   # while ρ < ρ0 and c_low + δ2 ≤ b⁻
+                if c_high + d1 <= b_hi + tol:                                    #   if c_high + δ1 ≤ b⁺
+                    c_high += d1                                                 #     c_high ← c_high + δ1
+                else:
+                    c_low += d2                                                  #   else c_low ← c_low + δ2
+        else:                                                             # authors' code: c_low first, capped
+            while rho(c_low, c_high) < self.rho0 and c_low < b_lo:
+                c_low = min(c_low + d2, b_lo)
+            while rho(c_low, c_high) < self.rho0 and c_high < b_hi:
+                c_high = min(c_high + d1, b_hi)
+        return c_low, c_high, rho(c_low, c_high)
 
     def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
         """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
