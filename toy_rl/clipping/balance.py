@@ -19,6 +19,10 @@ ratio bounds. The paper, its text and the authors' code read ρ differently
            so it counts here too: on-policy (r ≡ 1) with a range starting
            at 1, every token still counts.
 
+Each token's contribution is multiplied by its weight: 1 (the mask) under
+token-mean, 1/len(its sequence) under seq-mean-token-mean, as the loss
+aggregation weighs it (:func:`toy_rl.clipping.loss.token_weights`).
+
 ``balance`` — how the masses become one number
     "share"    ρ = pos / (pos + neg)      (paper text, target ρ0 = 0.4)
     "pos_neg"  ρ = pos / neg              (authors' code, target 1.0;
@@ -59,8 +63,9 @@ def pos_mass_at(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
                 highs: torch.Tensor, count: str) -> torch.Tensor:
     """Positive mass for every candidate upper bound in ``highs`` (ascending, 1-D).
 
-    ``ratio``, ``adv``, ``mask`` (0/1) are (runs, tokens): each run (an independent
-    update, e.g. one seed) gets its own masses. Returns (runs, len(highs)).
+    ``ratio``, ``adv``, ``mask`` are (runs, tokens): each run (an independent update, e.g. one
+    seed) gets its own masses. ``mask`` is 0/1, or per-token weights (each token's A·r counts
+    times its weight; :func:`toy_rl.clipping.loss.token_weights`). Returns (runs, len(highs)).
     """
     a = torch.clamp(adv, min=0) * mask                   # only A > 0 counts
     idx = torch.bucketize(ratio, highs, right=False)     # #{h < r}; r <= highs[j] iff idx <= j
@@ -99,7 +104,8 @@ def mass_sums(ratio, adv, weights, c_low: float, c_high: float, count: str):
     """(pos, neg) at one pair of bounds, written out as plain masked sums (any shape; 0-d tensors).
 
     count="all" (Eq. 8): Σ A⁺·min(r, c_high) and Σ A⁻·max(r, c_low); count="grad": Σ |A|·r over
-    the tokens :func:`~toy_rl.clipping.loss.clipped_mask` leaves alone. ``weights``: the 0/1 mask.
+    the tokens :func:`~toy_rl.clipping.loss.clipped_mask` leaves alone. ``weights``: the 0/1 mask, or
+    per-token weights (:func:`toy_rl.clipping.loss.token_weights`).
     Slow but plain: the binned sweeps above give the same numbers for every candidate bound at once.
     """
     a_pos, a_neg = torch.clamp(adv, min=0) * weights, torch.clamp(-adv, min=0) * weights

@@ -163,8 +163,11 @@ class BAPO:
             pts.append((lo, hi))
         return pts
 
-    def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> dict:
+    def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> dict:
         """Run Algorithm 1 for each run (row) of (runs, tokens) inputs, vectorised.
+
+        ``weights``: per-token weights of the masses (default: the mask); policy_loss passes the
+        aggregation's (:func:`toy_rl.clipping.loss.token_weights`), so ρ is the share of the loss optimised.
 
         Returns tensors on the batch's device: ``path_low``, ``path_high`` (P,)
         — every point the loop may visit; ``rho_path`` (runs, P) — ρ at each;
@@ -179,8 +182,9 @@ class BAPO:
         lo_idx = torch.tensor([lo_at[lo] for lo, _ in pts], device=ratio.device)
         hi_idx = torch.tensor([hi_at[hi] for _, hi in pts], device=ratio.device)
         path_low, path_high = torch.tensor(lows, **like)[lo_idx], torch.tensor(highs, **like)[hi_idx]
-        pos_path = pos_mass_at(ratio, adv, mask, torch.tensor(highs, **like), self.count)[:, hi_idx]
-        neg_path = neg_mass_at(ratio, adv, mask, torch.tensor(lows, **like), self.count)[:, lo_idx]
+        w = mask if weights is None else weights
+        pos_path = pos_mass_at(ratio, adv, w, torch.tensor(highs, **like), self.count)[:, hi_idx]
+        neg_path = neg_mass_at(ratio, adv, w, torch.tensor(lows, **like), self.count)[:, lo_idx]
         rho_path = balance_of(pos_path, neg_path, self.balance, self.eps)
         ok = rho_path >= self.rho0                                   # (runs, P)
         first_ok = torch.argmax(ok.to(torch.int32), dim=1)           # first True (0 if none)
@@ -189,7 +193,8 @@ class BAPO:
         return dict(path_low=path_low, path_high=path_high, rho_path=rho_path, stop=stop,
                     c_low=path_low[stop], c_high=path_high[stop], pos=pick(pos_path), neg=pick(neg_path))
 
-    def search_loop(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> tuple[float, float, float]:
+    def search_loop(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                    weights=None) -> tuple[float, float, float]:
         """Algorithm 1 as a plain loop, for one update: 1-D or (1, tokens) inputs. Returns (c_low, c_high, ρ).
 
         A pass over the tokens per step, ρ from plain masked sums (:func:`~toy_rl.clipping.balance.mass_sums`):
@@ -199,7 +204,8 @@ class BAPO:
         if ratio.dim() > 1 and ratio.shape[0] != 1:
             raise ValueError(f"search_loop runs one update: 1-D or (1, tokens) inputs; got {tuple(ratio.shape)} "
                              "(search()/bounds() take several runs)")
-        rho = lambda lo, hi: float(balance_of(*mass_sums(ratio, adv, mask, lo, hi, self.count), self.balance, self.eps))
+        w = mask if weights is None else weights
+        rho = lambda lo, hi: float(balance_of(*mass_sums(ratio, adv, w, lo, hi, self.count), self.balance, self.eps))
         (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range      # [a⁻, b⁻], [a⁺, b⁺]
         d2, d1, tol = self.low_step, self.high_step, 1e-9                 # δ2, δ1; tol: 0.6 + 15 × 0.02 ≈ 0.9
         c_low, c_high = a_lo, a_hi                                        # c_low ← a⁻; c_high ← a⁺
@@ -216,9 +222,9 @@ class BAPO:
                 c_high = min(c_high + d1, b_hi)
         return c_low, c_high, rho(c_low, c_high)
 
-    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
-        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
-        s = self.search(ratio, adv, mask)
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> Bounds:
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` (and ``weights``, see :meth:`search`) are (runs, tokens)."""
+        s = self.search(ratio, adv, mask, weights)
         rho = s["rho_path"].gather(1, s["stop"][:, None])[:, 0]
         extra = dict(rho_before=s["rho_path"][:, 0], search_steps=s["stop"].to(ratio.dtype),
                      rho_target=torch.full_like(rho, self.rho0), rho_reached=(rho >= self.rho0).to(ratio.dtype))

@@ -16,6 +16,8 @@ r > c_high and A > 0 — exactly the tokens that lose their gradient
 """
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from .checks import check_loss_inputs
@@ -64,17 +66,34 @@ def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tenso
     return (values * mask).sum((1, 2)) / mask[0].numel()
 
 
+def token_weights(mask: torch.Tensor, agg: str) -> torch.Tensor:
+    """How much each token weighs in :func:`aggregate`, up to one factor per run (tokens on the last axis).
+
+    "token-mean" and "seq-mean-token-sum-norm" weigh every token the same: the mask itself.
+    "seq-mean-token-mean" weighs a token 1/len(its sequence). Measured with these weights, BAPO's
+    positive/negative masses (Eq. 8) and ρ are shares of the loss actually optimised.
+    """
+    if agg == "seq-mean-token-mean":
+        return mask / mask.sum(-1, keepdim=True).clamp(min=1)
+    return mask
+
+
 def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
                 rule, agg: str = "token-mean", dual_clip: float | None = None):
     """Clipped surrogate loss for one update, with the bounds chosen by ``rule``.
 
     Args:
         logp: (batch, tokens) log-probs of the sampled tokens under the policy being trained.
-        old_logp: (batch, tokens) log-probs recorded by the behaviour policy at sampling time.
-        advantages: (batch, tokens), or (batch,) / (batch, 1) per sequence (broadcast).
+        old_logp: (batch, tokens) log-probs recorded by the behaviour policy at sampling time
+            (constants: a tensor that requires grad is refused, pass ``old_logp.detach()``).
+        advantages: (batch, tokens), or (batch,) / (batch, 1) per sequence (broadcast); constants too.
         mask: (batch, tokens), 1 (or True) where a token is trained on.
-        rule: ``Symmetric()``, ``ClipHigher()`` or ``BAPO()`` (anything with ``.bounds``).
+        rule: ``Symmetric()``, ``ClipHigher()`` or ``BAPO()`` (any :class:`~toy_rl.clipping.rules.ClippingRule`).
         agg: "token-mean", "seq-mean-token-mean" or "seq-mean-token-sum-norm" (see :func:`aggregate`).
+            The rule measures the masses and ρ with the same token weights (:func:`token_weights`):
+            under "seq-mean-token-mean" a token weighs 1/len(its sequence), so ρ is the positive share
+            of the loss optimised and BAPO steers that. (Rules whose ``bounds`` takes no ``weights``
+            argument get the plain mask.)
         dual_clip: c > 1 to cap the loss of A < 0 tokens at c·|A| (None: off).
 
     Returns:
@@ -113,8 +132,10 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
 
     log_ratio = clamped_log_ratio(logp_, old)
     ratio = torch.exp(log_ratio)
+    w = token_weights(m, agg)
     with torch.no_grad():
-        b = rule.bounds(ratio.detach().reshape(runs, -1), adv.reshape(runs, -1), m.reshape(runs, -1))
+        b = _rule_bounds(rule, ratio.detach().reshape(runs, -1), adv.reshape(runs, -1), m.reshape(runs, -1),
+                         None if w is m else w.reshape(runs, -1))
 
     lo, hi = b.c_low[:, None, None], b.c_high[:, None, None]
     surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, lo, hi) * adv)
@@ -126,6 +147,13 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
         stats = _stats(ratio.detach(), log_ratio.detach(), adv, m, lo, hi, b, dual_clip)
         stats["loss"] = loss.detach()
     return loss, stats
+
+
+def _rule_bounds(rule, ratio, adv, mask, weights):
+    """``rule.bounds(ratio, adv, mask)``, passing ``weights=`` to rules whose bounds() takes them."""
+    if weights is not None and "weights" in inspect.signature(rule.bounds).parameters:
+        return rule.bounds(ratio, adv, mask, weights=weights)
+    return rule.bounds(ratio, adv, mask)
 
 
 def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:

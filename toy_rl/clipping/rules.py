@@ -46,8 +46,8 @@ class ClippingRule(Protocol):
     ``name``: a short label. ``bounds(ratio, adv, mask)``: ``ratio``, ``adv``, ``mask`` are
     (runs, tokens), one row per independent update; return each run's [c_low, c_high] with the
     masses and ρ measured there, as :class:`Bounds`. A rule may also accept ``weights=`` (per-token
-    weights of the loss aggregation, see :func:`toy_rl.clipping.loss.token_weights`); policy_loss
-    passes them only to rules whose ``bounds`` has that argument.
+    weights of the loss aggregation, see :func:`toy_rl.clipping.loss.token_weights`): policy_loss
+    passes them, when they differ from the mask, only to rules whose ``bounds`` has that argument.
     """
     name: str
 
@@ -67,9 +67,10 @@ class _Fixed:
     def name(self) -> str:
         return type(self).__name__.lower()
 
-    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
-        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
-        pos, neg = masses(ratio, adv, mask, self.c_low, self.c_high, self.count)
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> Bounds:
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens). The masses weigh tokens
+        by ``weights`` (default: the mask; see :func:`toy_rl.clipping.loss.token_weights`)."""
+        pos, neg = masses(ratio, adv, mask if weights is None else weights, self.c_low, self.c_high, self.count)
         return Bounds(torch.full_like(pos, self.c_low), torch.full_like(pos, self.c_high),
                       pos, neg, balance_of(pos, neg, self.balance), {})
 
