@@ -197,25 +197,30 @@ class BAPO:
                     weights=None) -> tuple[float, float, float]:
         """Algorithm 1 as a plain loop, for one update: 1-D or (1, tokens) inputs. Returns (c_low, c_high, ρ).
 
-        A pass over the tokens per step, ρ from plain masked sums (:func:`~toy_rl.clipping.balance.mass_sums`):
-        slow, but it reads like the paper. :meth:`search` gives the same bounds for many runs at once
-        (up to float drift: here steps are added one by one, as the paper and the authors' code do).
+        A pass over the tokens per step, ρ from plain masked sums (:func:`~toy_rl.clipping.balance.mass_sums`,
+        tokens weighted by ``weights`` as in :meth:`search`): slow, but it reads like the paper.
+        :meth:`search` gives the same bounds for many runs at once (up to float drift: here the
+        steps are added one by one, as the paper and the authors' code do).
         """
         if ratio.dim() > 1 and ratio.shape[0] != 1:
             raise ValueError(f"search_loop runs one update: 1-D or (1, tokens) inputs; got {tuple(ratio.shape)} "
                              "(search()/bounds() take several runs)")
         w = mask if weights is None else weights
-        rho = lambda lo, hi: float(balance_of(*mass_sums(ratio, adv, w, lo, hi, self.count), self.balance, self.eps))
-        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range      # [a⁻, b⁻], [a⁺, b⁺]
-        d2, d1, tol = self.low_step, self.high_step, 1e-9                 # δ2, δ1; tol: 0.6 + 15 × 0.02 ≈ 0.9
-        c_low, c_high = a_lo, a_hi                                        # c_low ← a⁻; c_high ← a⁺
-        if self.order == "upper_first":
-            while rho(c_low, c_high) < self.rho0 and c_low + d2 <= b_lo + tol:   # while ρ < ρ0 and c_low + δ2 ≤ b⁻
-                if c_high + d1 <= b_hi + tol:                                    #   if c_high + δ1 ≤ b⁺
-                    c_high += d1                                                 #     c_high ← c_high + δ1
+
+        def rho(c_low, c_high):
+            return float(balance_of(*mass_sums(ratio, adv, w, c_low, c_high, self.count), self.balance, self.eps))
+
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range     # [a⁻, b⁻], [a⁺, b⁺]
+        d1, d2 = self.high_step, self.low_step                           # δ1 (upper), δ2 (lower)
+        tol = 1e-9                                                       # float noise: 0.6 + 15 × 0.02 ≈ 0.9
+        c_low, c_high = a_lo, a_hi                                       # c_low ← a⁻; c_high ← a⁺
+        if self.order == "upper_first":                                  # Algorithm 1:
+            while rho(c_low, c_high) < self.rho0 and c_low + d2 <= b_lo + tol:  # while ρ < ρ0 and c_low + δ2 ≤ b⁻
+                if c_high + d1 <= b_hi + tol:                            #   if c_high + δ1 ≤ b⁺:
+                    c_high += d1                                         #     c_high ← c_high + δ1
                 else:
-                    c_low += d2                                                  #   else c_low ← c_low + δ2
-        else:                                                             # authors' code: c_low first, capped
+                    c_low += d2                                          #   else: c_low ← c_low + δ2
+        else:                                                            # authors' code: c_low first, capped
             while rho(c_low, c_high) < self.rho0 and c_low < b_lo:
                 c_low = min(c_low + d2, b_lo)
             while rho(c_low, c_high) < self.rho0 and c_high < b_hi:
@@ -223,7 +228,7 @@ class BAPO:
         return c_low, c_high, rho(c_low, c_high)
 
     def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> Bounds:
-        """Bounds for each run; ``ratio``, ``adv``, ``mask`` (and ``weights``, see :meth:`search`) are (runs, tokens)."""
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` and ``weights`` (see :meth:`search`) are (runs, tokens)."""
         s = self.search(ratio, adv, mask, weights)
         rho = s["rho_path"].gather(1, s["stop"][:, None])[:, 0]
         extra = dict(rho_before=s["rho_path"][:, 0], search_steps=s["stop"].to(ratio.dtype),
