@@ -39,8 +39,8 @@ def test_a_rule_of_ones_own_works_in_policy_loss():
 
 
 def test_tiny_policy_is_a_policy():
-    from toy_rl.model.gpt import GPT, ModelConfig
-    from toy_rl.rl.tiny_policy import TinyPolicy
+    from toy_rl.arithmetic.model.gpt import GPT, ModelConfig
+    from toy_rl.arithmetic.policy import TinyPolicy
     assert isinstance(TinyPolicy(GPT(ModelConfig(n_layer=1, n_head=2, d_model=16, block_size=16))), Policy)
     assert not isinstance(object(), Policy)
 
