@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -97,11 +98,13 @@ def load_state(path):
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
-        if "weights only" in str(e).lower():
-            raise ValueError(f"{path} holds Python objects other than tensors and plain values, and was refused "
-                             "(loading it could run code); if you did not write it, delete it; if an older toy_rl "
-                             "wrote it, start the run over") from None
-        raise ValueError(f"{path} is corrupt ({e}); delete it, or start the run over") from None
+        found = re.search(r"GLOBAL ([\w.]+)", str(e))
+        if found:
+            raise ValueError(f"{path} holds Python objects other than tensors and plain values ({found[1]}) and "
+                             "was refused (loading it could run code); if you did not write it, delete it; if an "
+                             "older toy_rl wrote it, start the run over") from None
+        raise ValueError(f"{path} is truncated or corrupt, or a pickle toy_rl cannot read safely, and was not "
+                         "loaded; delete it, or start the run over") from None
     except (RuntimeError, EOFError, KeyError, OSError, zipfile.BadZipFile, ValueError) as e:
         raise ValueError(f"{path} is truncated or corrupt ({type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}); "
                          "delete it, or start the run over") from None
