@@ -1,6 +1,7 @@
 """A run folder that cannot be corrupted or hijacked: what train() resumes, repairs, and refuses."""
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -66,6 +67,24 @@ def test_checkpoints_hold_only_tensors_and_plain_values(tmp_path):
         state = torch.load(tmp_path / name / "checkpoint.pt", weights_only=True)
         assert state["step"] == 2
     assert state["source"]["pool"]                              # partial rollout: unfinished answers were saved
+
+
+def test_a_checkpoint_from_before_plain_state_still_resumes(tmp_path):
+    """Earlier toy_rl pickled pending rollouts as Group/Answer/Problem objects: those plain data classes
+    (and nothing else) are allowed when loading, so existing run folders resume to the same records."""
+    from toy_rl.rl.rollout import group_from_plain
+    full = train(_cfg(staleness=2), _policy(), TASK, tmp_path / "full", progress=False)
+    _cut(tmp_path / "cut", at=3, staleness=2)
+    path = tmp_path / "cut" / "checkpoint.pt"
+    state = torch.load(path, weights_only=True)
+    state["source"]["queue"] = [[group_from_plain(g) for g in batch] for batch in state["source"]["queue"]]
+    assert state["source"]["queue"]
+    torch.save(state, path)                                   # as the old code wrote it
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(path, weights_only=True)
+    resumed = train(_cfg(staleness=2), _policy(seed=1), TASK, tmp_path / "cut", progress=False)
+    assert _strip(resumed) == _strip(full)
+    assert torch.load(path, weights_only=True)["step"] == 6    # and the next checkpoint is plain
 
 
 def test_a_shorter_run_is_refused_not_misreported(tmp_path):

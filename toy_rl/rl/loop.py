@@ -26,6 +26,7 @@ from .config import RLConfig, config_differences, rule_label
 from .diagnostics import balance_at_start
 from .logbook import Logbook
 from .run_folder import load_state, lock_run, save_state, write_text
+from .rollout import legacy_classes
 from .sources import BatchSource
 
 def make_optimizer(policy, lr: float) -> torch.optim.AdamW:
@@ -242,7 +243,7 @@ def _resume(out: Path, cfg) -> tuple[int, dict | None]:
     if not (out / CONFIG).is_file():
         raise ValueError(f"{ckpt_path} has no {CONFIG} beside it, so its config cannot be checked; "
                          "start the run over (resume=False)")
-    state = load_state(ckpt_path)
+    state = load_state(ckpt_path, classes=legacy_classes())     # earlier toy_rl pickled pending rollouts
     if not (isinstance(state, dict) and all(k in state for k in CHECKPOINT_KEYS)):
         raise ValueError(f"{ckpt_path} is not an RL checkpoint (expected keys {CHECKPOINT_KEYS}); "
                          "start the run over (resume=False)")

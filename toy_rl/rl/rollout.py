@@ -155,5 +155,15 @@ def group_to_plain(group: Group) -> dict:
                          "version": list(a.version), "finished": bool(a.finished)} for a in group.answers]}
 
 
-def group_from_plain(d: dict) -> Group:
+def group_from_plain(d) -> Group:
+    """Inverse of :func:`group_to_plain` (a Group itself, from a checkpoint written before they were plain,
+    is returned as it is)."""
+    if isinstance(d, Group):
+        return d
     return Group(problem_from_plain(d["problem"]), [Answer(**a) for a in d["answers"]])
+
+
+def legacy_classes() -> list:
+    """The data classes checkpoints held before they were plain values (Group, Answer, problems): safe to
+    allow when loading one (:func:`toy_rl.rl.run_folder.load_state` ``classes``), as building them runs no code."""
+    return [Group, Answer, *_problem_classes().values()]

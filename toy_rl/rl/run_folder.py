@@ -83,12 +83,13 @@ def write_text(path, text: str) -> Path:
     return _replace_atomically(path, lambda tmp: Path(tmp).write_text(text))
 
 
-def load_state(path):
+def load_state(path, classes=()):
     """What :func:`save_state` wrote, on the CPU, read with ``weights_only=True`` (no code can run).
 
     ValueError naming the file if it is missing, empty, truncated or not a torch file, or if it holds
     Python objects other than tensors and plain values (a file from elsewhere, or from a toy_rl version
-    that pickled objects): such a file is refused, not loaded.
+    that pickled objects): such a file is refused, not loaded. ``classes``: plain data classes (no code
+    in their construction) that may also appear, e.g. to read files written before saved state was plain.
     """
     path = Path(path)
     if not path.is_file():
@@ -96,7 +97,8 @@ def load_state(path):
     if path.stat().st_size == 0:
         raise ValueError(f"{path} is empty (an interrupted write?); delete it, or start the run over")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with torch.serialization.safe_globals(list(classes)):
+            return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"GLOBAL ([\w.]+)", str(e))
         if found:
