@@ -11,6 +11,10 @@ The policy is anything with the small interface described in
 :mod:`toy_rl.rl.policy`. Metrics go to ``metrics.jsonl`` after every update;
 a checkpoint (weights, optimizer, random states, pending rollouts) every
 ``checkpoint_every`` updates lets an interrupted run resume where it stopped.
+The run folder is locked while a run writes to it, every file a resume reads is
+written atomically, and a resume checks the config, the checkpoint and the metrics
+before it changes anything (:mod:`toy_rl.rl.run_folder`, :func:`check_same_run`).
+:class:`~toy_rl.rl.config.RLConfig` lives in :mod:`toy_rl.rl.config` (imported here too).
 """
 from __future__ import annotations
 
