@@ -119,7 +119,7 @@ def test_run_writes_its_folder_and_records(tmp_path):
 def test_batches_file_holding_python_objects_is_refused(tmp_path):
     """batches.pt is read with weights_only=True: a pickled object (which could run code) is not loaded."""
     torch.save({0: {"logp": torch.zeros(1), "evil": FirstDigitTask()}}, tmp_path / "batches.pt")
-    with pytest.raises(Exception, match="(?i)weights_only|unsupported global|unpickl"):
+    with pytest.raises(ValueError, match="refused"):
         stored_steps(tmp_path)
 
 

@@ -27,11 +27,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..clipping import ClipHigher
-from ..experiments._rlconfig import RLConfig
+from ..rl.config import RLConfig
 from ..experiments.layout import rule_label, scenario_name
 from ..experiments.spec import RULES
 from ..experiments.table import format_table  # noqa: F401  (re-exported: the one table format of every rung)
 from ..rl.logbook import Logbook, read_jsonl
+from ..rl.run_folder import lock_run, write_text
 from ..stats import confidence_band, welch_test
 from .config import BanditConfig
 from .rewards import make_task
@@ -260,11 +261,10 @@ def train_seeds(specs, folders) -> list[list[dict]]:
     run = simulate(config, specs[0].rl.rule, [s.rl.seed for s in specs], progress=specs[0].progress)
     out = []
     for spec, folder, recs in zip(specs, folders, seed_records(run, rule_label(specs[0].rl.rule))):
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "config.json").write_text(json.dumps(saved_config(spec), indent=1))
-        log = Logbook(folder / "metrics.jsonl")
-        for rec in recs:
-            log.write(rec)
-        out.append(read_jsonl(folder / "metrics.jsonl"))
+        with lock_run(folder):
+            write_text(Path(folder) / "config.json", json.dumps(saved_config(spec), indent=1))
+            log = Logbook(Path(folder) / "metrics.jsonl")
+            for rec in recs:
+                log.write(rec)
+            out.append(read_jsonl(Path(folder) / "metrics.jsonl"))
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._rlconfig import rule_label
+from ..rl.config import rule_label
 from .tasks import slug, task_label
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..rl.logbook import read_jsonl
 from ..threads import cpu_threads
-from ._rlconfig import config_differences, rule_label
+from ..rl.config import config_differences, rule_label
 from .layout import run_dir, scenario_of, seed_of
 from .spec import RunSpec, backend
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._rlconfig import RLConfig
+from ..rl.config import RLConfig
 from .tasks import RUNGS, check_rung, make_task
 
 RULES = ("symmetric", "clip-higher", "bapo")

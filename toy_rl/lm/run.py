@@ -32,7 +32,6 @@ was quieter). Torch runs on one thread by default (:mod:`toy_rl.threads`).
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from ..experiments.layout import model_label
 from ..experiments.spec import RULES
 from ..experiments.tasks import make_task, task_label
 from ..rl.loop import evaluate, train as train_loop
+from ..rl.run_folder import load_state, lock_run, save_state
 from ..threads import cpu_threads
 from .load import SMOLLM2
 
@@ -174,9 +174,10 @@ def train(spec, folder) -> list[dict]:
     policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, **model_settings(spec))
     captured: dict = {}
     keep = spec.option("keep_batches")
-    records = train_loop(spec.rl, policy, task, folder, resume=spec.resume, progress=spec.progress,
-                         on_update=_keep_batch(captured) if keep else None)
-    _save_batches(Path(folder), captured, spec.rl.agg)
+    with lock_run(folder):                          # the batches are this run's too: one writer at a time
+        records = train_loop(spec.rl, policy, task, folder, resume=spec.resume, progress=spec.progress,
+                             on_update=_keep_batch(captured) if keep else None)
+        _save_batches(Path(folder), captured, spec.rl.agg)
     return records
 
 
@@ -191,20 +192,19 @@ def _keep_batch(store: dict):
 
 
 def _read_batches(path: Path) -> dict:
-    return torch.load(path, map_location="cpu", weights_only=True) if path.is_file() else {}
+    """``batches.pt`` read with ``weights_only=True`` (:func:`toy_rl.rl.run_folder.load_state`); {} if absent."""
+    return load_state(path) if path.is_file() else {}
 
 
 def _save_batches(out: Path, captured: dict, agg: str) -> None:
     """Merge what this session's updates saw (``{step: batch}``) into ``batches.pt``; a resumed run
-    replaces the steps it redid. Written to a temporary file first, so it is never half written."""
+    replaces the steps it redid. Written atomically (:func:`toy_rl.rl.run_folder.save_state`)."""
     if not captured:
         return
     path = out / "batches.pt"
     kept = {s: b for s, b in _read_batches(path).items() if s < min(captured)}
     kept.update({step: dict(b, step=step, agg=agg) for step, b in captured.items()})
-    tmp = path.with_suffix(".tmp")
-    torch.save(kept, tmp)
-    os.replace(tmp, path)
+    save_state(path, kept)
 
 
 def load_batch(out_dir, step: int | None = None) -> dict:
