@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..arithmetic import DEFAULTS, entropy_check
 from ..experiments import experiment_name, format_table, grid, summarize, sweep
-from ..threads import cpu_threads
+from ..threads import set_threads
 from ..arithmetic.tasks import TASKS
 from . import expand_rules
 
@@ -50,9 +50,9 @@ def run(args) -> int:
                              ("--group-size", args.group_size, 2)):
         if value < low:
             raise ValueError(f"{flag} must be >= {low}; got {value}")
+    set_threads(args.threads)
     if args.entropy_check:
-        with cpu_threads(args.threads):
-            return _entropy_check(args, rules)
+        return _entropy_check(args, rules)
     results = sweep(grid("arithmetic", args.task, rules, args.staleness, range(args.seeds), args.mode, args.partial,
                          out=args.out, progress=not args.json, steps=args.steps, lr=args.lr, device=args.device,
                          prompts=args.prompts, group_size=args.group_size, threads=args.threads))
