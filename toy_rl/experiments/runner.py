@@ -15,9 +15,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ..rl.config import config_differences, rule_label
 from ..rl.logbook import read_jsonl
 from ..threads import cpu_threads
-from ..rl.config import config_differences, rule_label
 from .layout import run_dir, scenario_of, seed_of
 from .spec import RunSpec, backend
 
@@ -58,18 +58,23 @@ def _train(specs: list[RunSpec]) -> list[list[dict]]:
         return [be.train(s, run_dir(s)) for s in specs]
 
 
+def _state(spec: RunSpec) -> tuple[str, list[dict] | None]:
+    """(status, the records of a finished run or None)."""
+    done = finished(spec) if spec.resume else None
+    if done is not None:
+        return "finished", done
+    return ("resumed" if spec.resume and (run_dir(spec) / "checkpoint.pt").is_file() else "new"), None
+
+
 def status(spec: RunSpec) -> str:
-    """"finished" (read back), "resumed" (continues from a checkpoint) or "new"."""
-    if spec.resume and finished(spec) is not None:
-        return "finished"
-    return "resumed" if spec.resume and (run_dir(spec) / "checkpoint.pt").is_file() else "new"
+    """"finished" (its log is read back), "resumed" (continues from its checkpoint) or "new"."""
+    return _state(spec)[0]
 
 
 def run(spec: RunSpec) -> list[dict]:
     """One run (or its finished log, read back); returns its metric records, the last one with ``final``."""
-    done = finished(spec) if spec.resume else None
-    records = done if done is not None else _train([spec])[0]
-    return _with_seed(records, spec.rl.seed)
+    done = _state(spec)[1]
+    return _with_seed(done if done is not None else _train([spec])[0], spec.rl.seed)
 
 
 def cell_of(spec: RunSpec) -> tuple[str, str]:
@@ -89,15 +94,12 @@ def sweep(specs, on_run=None) -> dict:
             raise ValueError(f"sweep takes RunSpecs (toy_rl.experiments.make_spec / grid); got {type(s).__name__}")
     results: dict = {}
     for group in _cells(specs):
-        states = [status(s) for s in group]
-        todo = [s for s, st in zip(group, states) if st != "finished"]
-        trained = dict(zip(map(id, todo), _train(todo))) if len(todo) > 1 else {}
-        for s, st in zip(group, states):
-            if st == "finished":
-                records = finished(s)
-            else:
-                records = trained[id(s)] if id(s) in trained else _train([s])[0]
-            results.setdefault(cell_of(s), []).append(_with_seed(records, s.rl.seed))
+        states = [_state(s) for s in group]
+        todo = [s for s, (_, done) in zip(group, states) if done is None]
+        trained = iter(_train(todo)) if todo else iter(())
+        for s, (st, done) in zip(group, states):
+            records = _with_seed(done if done is not None else next(trained), s.rl.seed)
+            results.setdefault(cell_of(s), []).append(records)
             if on_run is not None:
                 on_run(s, records, st)
     return results

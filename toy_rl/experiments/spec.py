@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..clipping import RULES as RULE_CLASSES
 from ..rl.config import RLConfig
 from .tasks import RUNGS, check_rung, make_task
 
-RULES = ("symmetric", "clip-higher", "bapo")
+RULES = tuple(RULE_CLASSES)                    # ("symmetric", "clip-higher", "bapo")
 BACKENDS = {"bandit": "toy_rl.bandit.experiments", "arithmetic": "toy_rl.arithmetic.run", "lm": "toy_rl.lm.run"}
 DEFAULT_TASK = {"bandit": "rare-correct", "arithmetic": "add", "lm": "add"}
 
@@ -145,8 +146,8 @@ def grid(rung: str = "arithmetic", task=None, rules=RULES, stalenesses=(0,), see
          partial: int | None = None, **settings) -> list[RunSpec]:
     """Every (scenario, rule) × seed, scenario first: the specs of a comparison (pass them to
     :func:`toy_rl.experiments.sweep`). ``settings`` as in :func:`make_spec`; rules are names or rule objects."""
-    rules, seeds = list(rules), list(seeds)
-    if not rules or not seeds or (not list(stalenesses) and partial is None):
+    rules, seeds, stalenesses = list(rules), list(seeds), list(stalenesses)
+    if not rules or not seeds or (not stalenesses and partial is None):
         raise ValueError("a grid needs at least one rule, one seed and one scenario (a staleness or partial)")
     return [make_spec(rung, task, rule=rule, staleness=k, mode=mode, partial=b, seed=seed, **settings)
             for k, b in scenarios(stalenesses, partial) for rule in rules for seed in seeds]
