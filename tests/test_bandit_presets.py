@@ -1,0 +1,59 @@
+"""Named bandit configurations and the comparison helpers built on them."""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from toy_rl.bandit import BanditConfig
+from toy_rl.bandit.comparison import (MEAN_BOUNDS, best_step, compare, control_rules, format_rows, matched_kl_step,
+                                      tuned_comparison)
+from toy_rl.bandit.presets import BASE_LR, CONTROL, DEFAULT, PRESETS, get_preset, long_answers
+
+
+def test_control_is_the_untouched_default_and_the_default_has_long_failures():
+    assert PRESETS[CONTROL] == BanditConfig() and CONTROL == "balanced"
+    default = PRESETS[DEFAULT]
+    assert default.wrong_len / default.answer_len > 1.5                 # on-policy ρ = 1/(1 + λ) < ρ0 = 0.4
+    assert default.preset == "rare-correct" and default.staleness == 0
+    assert PRESETS["trap"].preset == PRESETS["trap-long-failures"].preset == "trap"
+
+
+def test_long_answers_scales_the_step_by_the_mean_length():
+    cfg = long_answers(BanditConfig(), answer_len=4, length_ratio=2.0)
+    assert (cfg.answer_len, cfg.wrong_len, cfg.lr) == (4, 8, BASE_LR * 6)
+    assert long_answers(BanditConfig(), 1, 1.0).lr == BASE_LR
+    assert long_answers(BanditConfig(preset="trap"), 2, 4.0).lr == BASE_LR * 5
+
+
+def test_get_preset():
+    assert get_preset("long-failures") is PRESETS["long-failures"]
+    with pytest.raises(ValueError, match="preset"):
+        get_preset("long")
+
+
+def test_comparison_rows_pair_every_rule_with_bapo():
+    rows = compare("long-failures", seeds=range(3), steps=12, cells=(("reuse", 2),))
+    labels = [r["rule"] for r in rows]
+    assert labels == list(control_rules()) + [MEAN_BOUNDS]
+    bapo = rows[labels.index("bapo")]
+    mean_fixed = rows[labels.index(MEAN_BOUNDS)]
+    assert mean_fixed["c_low"] == pytest.approx(bapo["c_low"], abs=1e-4)
+    assert mean_fixed["c_high"] == pytest.approx(bapo["c_high"], abs=1e-4)
+    assert "p_final_reward" not in bapo
+    for row in rows:
+        assert row["regime"] == "negatives-dominate" and row["seeds"] == 3
+        for name in ("final_reward", "p_best", "mean_reward"):
+            if row["rule"] != "bapo":
+                assert np.isnan(row[f"p_{name}"]) or row[f"p_holm_{name}"] >= row[f"p_{name}"]
+                assert row[f"diff_{name}"] == pytest.approx(bapo[name] - row[name])
+    assert "fixed@bapo-mean" in format_rows(rows)
+
+
+def test_step_helpers_by_hand():
+    rows = [dict(rule="a", lr=1.0, final_reward=0.5, approx_kl=1e-3), dict(rule="a", lr=2.0, final_reward=0.7, approx_kl=4e-3),
+            dict(rule="b", lr=1.0, final_reward=0.6, approx_kl=2e-3), dict(rule="b", lr=2.0, final_reward=0.6, approx_kl=8e-3)]
+    assert best_step(rows) == {"a": 2.0, "b": 1.0}                      # ties go to the smaller step
+    assert matched_kl_step(rows, target=1.5e-3) == {"a": 1.0, "b": 1.0}  # nearest in log
+    assert matched_kl_step(rows, target=4e-3) == {"a": 2.0, "b": 1.0}
+    with pytest.raises(ValueError, match="disjoint"):
+        tuned_comparison(replace(PRESETS[DEFAULT], steps=5), seeds=range(3), tune_seeds=range(2, 4))
