@@ -21,6 +21,7 @@ def test_summary_by_hand():
     assert s["rho_below_target_frac"] == pytest.approx(2 / 3) and s["rho_defined_frac"] == 0.75
     assert s["search_moved_frac"] == 0.5 and s["search_moved_frac_early"] == 1.0 and s["search_moved_frac_late"] == 0.0
     assert s["c_high_mean"] == pytest.approx(2.1) and s["c_low_mean"] == pytest.approx(0.605)
+    assert s["c_high_mean_defined"] == pytest.approx(2.4) and s["c_low_mean_defined"] == pytest.approx(1.82 / 3)
     assert s["clip_frac_low"] == pytest.approx(0.05) and s["clip_frac_high"] == pytest.approx(0.1)
     assert s["approx_kl"] == pytest.approx(1e-3) and s["updates"] == 4
     assert s["lambda"]["q50"] == 2.0 and s["lambda"]["mean"] == pytest.approx(5 / 3)

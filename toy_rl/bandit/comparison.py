@@ -12,7 +12,8 @@ from the policy k updates old), all on the same seeds:
     fixed [0.6, 1.2]        BAPO's starting point: is the search doing anything?
     BAPO a⁻ = 0.8           does the low start of c_low matter more than the adaptivity?
     fixed at BAPO's mean    adaptive bounds vs the same bounds held fixed (BAPO's realised
-                            mean c_low, c_high in that cell, over seeds and updates)
+                            mean c_low, c_high in that cell, over seeds and the updates
+                            that had advantage mass: in the others no bound clips anything)
     fixed [0.8, 2.0]        a wide upper bound alone
     BAPO authors' code      ``BAPO.authors_code()`` (paper_vs_code.md, section 4)
     BAPO ρ0 = 0.5           sensitivity to the target
@@ -86,8 +87,8 @@ def run_cell(config: BanditConfig, rules: dict, seeds) -> dict:
     """Every rule on one configuration, same seeds: {label: BanditRun}; adds the fixed rule at BAPO's mean bounds."""
     runs = {label: simulate(config, rule, seeds) for label, rule in rules.items()}
     if "bapo" in runs:
-        m = runs["bapo"].metrics
-        lo, hi = round(float(m["c_low"].mean()), 4), round(float(m["c_high"].mean()), 4)
+        gate = run_summary(runs["bapo"])
+        lo, hi = round(gate["c_low_mean_defined"], 4), round(gate["c_high_mean_defined"], 4)
         runs[MEAN_BOUNDS] = simulate(config, FixedBounds(lo=min(lo, 1.0), hi=max(hi, 1.0)), seeds)
     return runs
 

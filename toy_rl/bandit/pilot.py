@@ -73,7 +73,9 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
     ρ before the search is below ρ0) and ``rho_defined_frac``; ``rho_before`` quantiles of BAPO's own
     reading and, when given, ``rho_start`` {"grad": …, "all": …} quantiles at the start bounds;
     ``lambda`` (mean and quantiles); ``search_moved_frac`` (share of updates whose bounds left the
-    start) with ``_early`` / ``_late`` halves; ``c_low_mean``, ``c_high_mean`` and their quantiles;
+    start) with ``_early`` / ``_late`` halves; ``c_low_mean``, ``c_high_mean`` and their quantiles, and
+    ``c_low_mean_defined`` / ``c_high_mean_defined`` over the updates with a defined ρ only (an update with
+    no advantage mass keeps the start bounds, which then clip nothing);
     mean ``clip_frac_low``, ``clip_frac_high``, ``approx_kl``; ``updates``.
     """
     rho = np.asarray(rho_before, float)
@@ -95,6 +97,7 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
         search_moved_frac_early=_mean(early),
         search_moved_frac_late=_mean(late),
         c_low_mean=_mean(lo), c_high_mean=_mean(hi),
+        c_low_mean_defined=_mean(lo[defined]), c_high_mean_defined=_mean(hi[defined]),
         c_low_q=_quantiles(lo), c_high_q=_quantiles(hi),
         clip_frac_low=_mean(clip_frac_low), clip_frac_high=_mean(clip_frac_high), approx_kl=_mean(approx_kl),
         updates=int(rho.size),
