@@ -12,8 +12,8 @@ from the policy k updates old), all on the same seeds:
     fixed [0.6, 1.2]        BAPO's starting point: is the search doing anything?
     BAPO a⁻ = 0.8           does the low start of c_low matter more than the adaptivity?
     fixed at BAPO's mean    adaptive bounds vs the same bounds held fixed (BAPO's realised
-                            mean c_low, c_high in that cell, over seeds and the updates
-                            that had advantage mass: in the others no bound clips anything)
+                            mean c_low, c_high in that cell, over seeds and the updates where
+                            a bound can clip: stale, with advantage mass; :func:`realised_bounds`)
     fixed [0.8, 2.0]        a wide upper bound alone
     BAPO authors' code      ``BAPO.authors_code()`` (paper_vs_code.md, section 4)
     BAPO ρ0 = 0.5           sensitivity to the target
@@ -83,12 +83,21 @@ def _config(config) -> BanditConfig:
     return config
 
 
+def realised_bounds(run) -> tuple:
+    """BAPO's mean (c_low, c_high) over the seeds and the updates where a bound could clip: the batch is stale
+    (staleness > 0; on-policy r ≡ 1 and no bound clips) and carries advantage mass (ρ defined); rounded to 4 places."""
+    m = run.metrics
+    active = np.isfinite(m["rho_before"]) & (m["staleness"] > 0)
+    if not active.any():
+        raise ValueError("BAPO's run has no stale update with advantage mass: its bounds never mattered")
+    return round(float(m["c_low"][active].mean()), 4), round(float(m["c_high"][active].mean()), 4)
+
+
 def run_cell(config: BanditConfig, rules: dict, seeds) -> dict:
     """Every rule on one configuration, same seeds: {label: BanditRun}; adds the fixed rule at BAPO's mean bounds."""
     runs = {label: simulate(config, rule, seeds) for label, rule in rules.items()}
     if "bapo" in runs:
-        gate = run_summary(runs["bapo"])
-        lo, hi = round(gate["c_low_mean_defined"], 4), round(gate["c_high_mean_defined"], 4)
+        lo, hi = realised_bounds(runs["bapo"])
         runs[MEAN_BOUNDS] = simulate(config, FixedBounds(lo=min(lo, 1.0), hi=max(hi, 1.0)), seeds)
     return runs
 

@@ -27,7 +27,7 @@ of the decision distribution softmax(z).
 Per update and per seed the run records (names as in TRL where TRL has one):
 entropy and expected_reward (exact, mean over contexts, after the update),
 entropy_change (exact) and entropy_change_first_order (−Cov(log π, Δz)),
-sample_reward, grad_norm (of the logit gradient), staleness (age of the batch),
+sample_reward, grad_norm (of the decision logits' gradient), staleness (age of the batch),
 rollout (how many batches were sampled so far: × S·G = samples seen), ratio_std,
 every stat of policy_loss_runs (c_low, c_high, rho, rho_before, clip_frac_low,
 clip_frac_high, pos_mass, neg_mass, neg_adv_frac, ratio_min/max, approx_kl, ...;
