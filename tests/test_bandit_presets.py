@@ -69,5 +69,10 @@ def test_step_helpers_by_hand():
     assert best_step(rows) == {"a": 2.0, "b": 1.0}                      # ties go to the smaller step
     assert matched_kl_step(rows, target=1.5e-3) == {"a": 1.0, "b": 1.0}  # nearest in log
     assert matched_kl_step(rows, target=4e-3) == {"a": 2.0, "b": 1.0}
+    tiny = tuned_comparison(replace(PRESETS[DEFAULT], steps=6), lrs=(1.0, 2.0), tune_seeds=range(100, 102),
+                            seeds=range(2))
+    assert set(tiny["best"]) == {"symmetric", "clip-higher", "bapo"} == set(tiny["best_at_edge"])   # 2-point grid
+    assert [r["lr"] for r in tiny["rows_best"]] == [tiny["best"][r["rule"]] for r in tiny["rows_best"]]
+    assert {r["lr"] for r in tiny["sweep"]} == {PRESETS[DEFAULT].lr, 2 * PRESETS[DEFAULT].lr}
     with pytest.raises(ValueError, match="disjoint"):
         tuned_comparison(replace(PRESETS[DEFAULT], steps=5), seeds=range(3), tune_seeds=range(2, 4))

@@ -1,7 +1,7 @@
 """Rung 1's default comparison: the three rules and the protocol's controls, tested by seed.
 
     from toy_rl.bandit.comparison import compare, format_rows
-    rows = compare("long-failures", seeds=range(10))          # ~3 min on one CPU thread
+    rows = compare("long-failures", seeds=range(20))          # 2–7 min on one thread of a shared 2-core CPU
     print(format_rows(rows))
 
 What runs (docs/protocol.md, sections 3, 4 and 6), at staleness 2 and 4 of both
@@ -42,6 +42,7 @@ import numpy as np
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
 from ..stats import confidence_band, holm, paired_test
 from .config import BanditConfig
+from .experiments import _pm as band_text     # "mean±half-width" of a row's name/_lo/_hi columns
 from .pilot import run_summary
 from .policy import best_found
 from .presets import DEFAULT, get_preset
@@ -156,7 +157,10 @@ def compare(config=DEFAULT, seeds=range(10), cells=CELLS, rules: dict | None = N
     return add_holm(rows)
 
 
-def step_size_sweep(config=DEFAULT, rules: dict | None = None, lrs=(0.5, 1.0, 2.0), seeds=range(6),
+STEP_FACTORS = (0.5, 1.0, 2.0, 4.0)
+
+
+def step_size_sweep(config=DEFAULT, rules: dict | None = None, lrs=STEP_FACTORS, seeds=range(6),
                     staleness: int = 2, mode: str = "reuse") -> list:
     """Each rule at each η = ``config.lr`` × factor in ``lrs``: rows with the per-seed endpoint means and the
     mean KL per update (approx_kl). Factors, not absolute values, so one grid serves every preset."""
@@ -197,19 +201,22 @@ def matched_kl_step(rows: list, target: float | None = None) -> dict:
     return out
 
 
-def tuned_comparison(config=DEFAULT, rules: dict | None = None, lrs=(0.5, 1.0, 2.0), tune_seeds=range(100, 106),
+def tuned_comparison(config=DEFAULT, rules: dict | None = None, lrs=STEP_FACTORS, tune_seeds=range(100, 106),
                      seeds=range(10), staleness: int = 2, mode: str = "reuse", metric: str = "final_reward") -> dict:
     """Compare rules each at its own step size: the best η for ``metric`` and the η of matched KL, both picked on
     ``tune_seeds`` (disjoint from ``seeds``, so picking cannot flatter the test), then tested on ``seeds``.
 
-    Returns {"sweep": rows, "best": {rule: η}, "matched_kl": {rule: η}, "rows_best": [...], "rows_kl": [...]}, the
-    last two Holm-adjusted tables of :func:`cell_rows` (BAPO as the reference)."""
+    Returns {"sweep": rows, "best": {rule: η}, "best_at_edge": [rules whose best η is the smallest or largest of
+    the grid: widen it], "matched_kl": {rule: η}, "rows_best": [...], "rows_kl": [...]}, the last two
+    Holm-adjusted tables of :func:`cell_rows` (BAPO as the reference)."""
     config = _config(config)
     rules = rules or dict(symmetric=Symmetric(), **{"clip-higher": ClipHigher()}, bapo=BAPO())
     if set(check_seeds(tune_seeds)) & set(check_seeds(seeds)):
         raise ValueError("tune_seeds and seeds must be disjoint (pick the step on other seeds than you test on)")
     sweep_rows = step_size_sweep(config, rules, lrs, tune_seeds, staleness, mode)
     out = dict(sweep=sweep_rows, best=best_step(sweep_rows, metric), matched_kl=matched_kl_step(sweep_rows))
+    grid = sorted({row["lr"] for row in sweep_rows})
+    out["best_at_edge"] = [rule for rule, lr in out["best"].items() if len(grid) > 1 and lr in (grid[0], grid[-1])]
     base = replace(config, staleness=staleness, mode=mode)
     for key in ("best", "matched_kl"):
         runs = {label: simulate(replace(base, lr=out[key][label]), rule, seeds) for label, rule in rules.items()}
@@ -218,11 +225,6 @@ def tuned_comparison(config=DEFAULT, rules: dict | None = None, lrs=(0.5, 1.0, 2
             row["lr"] = out[key][row["rule"]]
         out[f"rows_{'kl' if key == 'matched_kl' else key}"] = add_holm(rows)
     return out
-
-
-def _band(row, name, digits=3):
-    mean, lo, hi = row[name], row[f"{name}_lo"], row[f"{name}_hi"]
-    return "n/a" if not np.isfinite(mean) else f"{mean:.{digits}f}±{(hi - lo) / 2 if np.isfinite(hi) else 0:.{digits}f}"
 
 
 def format_rows(rows: list) -> str:
@@ -236,8 +238,8 @@ def format_rows(rows: list) -> str:
                 return ["", ""]
             p = r.get(f"p_holm_{name}", r.get(f"p_{name}"))
             return [f"{r[f'diff_{name}']:+.3f}", "n/a" if not np.isfinite(p) else f"{p:.3f}"]
-        lines.append([r.get("mode", ""), str(r.get("staleness", "")), r["rule"], _band(r, "final_reward"),
-                      _band(r, "p_best"), _band(r, "mean_reward"), *test("final_reward"), *test("p_best"),
+        lines.append([r.get("mode", ""), str(r.get("staleness", "")), r["rule"], band_text(r, "final_reward"),
+                      band_text(r, "p_best"), band_text(r, "mean_reward"), *test("final_reward"), *test("p_best"),
                       *test("mean_reward"), f"{r['c_low']:.2f}", f"{r['c_high']:.2f}", f"{r['approx_kl']:.4f}",
                       str(r.get("regime") or "")])
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
