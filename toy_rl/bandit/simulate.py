@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 from ..clipping import make_rule
 from ..clipping.balance import balance_of, masses
 from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
+from ..rl.config import rule_label
 from .answers import Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
 from .policy import best_prob, entropy, expected_reward, log_probs, probs
@@ -223,7 +224,7 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
             history.append(z.clone())
 
     metrics = {key: torch.stack(v, 1).cpu().numpy() for key, v in records.items()}
-    return BanditRun(config, rule.name, seeds, metrics, {key: v.cpu().numpy() for key, v in initial.items()}, z,
+    return BanditRun(config, rule_label(rule), seeds, metrics, {key: v.cpu().numpy() for key, v in initial.items()}, z,
                      torch.stack(history) if keep_logits else None,
                      torch.stack(behaviours) if keep_logits else None,
                      dict(task=task, rule_obj=rule))
