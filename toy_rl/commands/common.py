@@ -124,7 +124,7 @@ class CommonFlags:
         self.parser = parser
         self.group = parser.add_argument_group("common options (the same name and meaning on every command)")
         self.full, self.smoke_sizes = {}, {}
-        parser.set_defaults(_full=self.full, _smoke=self.smoke_sizes, _out_kind=None, _extra_outs=())
+        parser.set_defaults(_full=self.full, _smoke=self.smoke_sizes, _out_kind=None)
 
     def sized(self, flag: str, full, smoke=None, help: str = "", type=positive_int, group=None, **kw):
         """A flag whose default is ``full`` (``smoke`` under --smoke); an explicit value wins over both.
