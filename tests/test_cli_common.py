@@ -56,6 +56,7 @@ def no_work(monkeypatch):
     import toy_rl.commands.bandit
     import toy_rl.commands.entropy_rule
     import toy_rl.commands.tour
+    import toy_rl.experiments
     import toy_rl.lm.run
     import toy_rl.report
     import toy_rl.report.figures
@@ -63,9 +64,9 @@ def no_work(monkeypatch):
     def must_not_run(*args, **kwargs):
         raise AssertionError("bad input should have stopped the command before any work")
     for module, name in [(toy_rl.commands.tour, "run_tour"), (toy_rl.commands.bandit, "sweep"),
-                         (toy_rl.commands.arithmetic, "compare"), (toy_rl.commands.arithmetic, "entropy_check"),
+                         (toy_rl.commands.arithmetic, "sweep"), (toy_rl.commands.arithmetic, "entropy_check"),
                          (toy_rl.commands.entropy_rule, "verify"), (toy_rl.arithmetic.warmstart, "ensure_warmstart"),
-                         (toy_rl.lm.run, "baseline"), (toy_rl.lm.run, "compare_rules"),
+                         (toy_rl.lm.run, "baseline"), (toy_rl.experiments, "sweep"),
                          (toy_rl.report.figures, "render_figures"), (toy_rl.report, "build_report")]:
         monkeypatch.setattr(module, name, must_not_run)
 
@@ -114,9 +115,21 @@ def test_smoke_shrinks_defaults_but_a_given_flag_wins():
     full, smoke = _parse("bandit"), _parse("bandit", "--smoke")
     assert smoke.seeds < full.seeds and smoke.steps < full.steps
     assert _parse("bandit", "--smoke", "--seeds", "7").seeds == 7
-    assert _parse("arithmetic", "--smoke").out != _parse("arithmetic").out   # smoke runs never mix with full ones
     assert _parse("entropy-rule", "--smoke").instances < _parse("entropy-rule").instances
     assert _parse("lora", "--smoke", "--eval-size", "5").eval_size == 5
+
+
+def test_arithmetic_smoke_runs_are_small_and_in_their_own_folder(monkeypatch, tmp_path, capsys):
+    import toy_rl.commands.arithmetic as command
+    from toy_rl.experiments import run_dir
+    calls = []
+    monkeypatch.setattr(command, "sweep", lambda specs: calls.append(specs) or {})
+    assert main(["arithmetic", "--smoke", "--out", str(tmp_path)]) == 0
+    assert len(calls[-1]) == 3 * _parse("arithmetic", "--smoke").seeds            # every rule, the smoke seeds
+    assert all(s.smoke and "-smoke" in str(run_dir(s)) and s.rl.steps < _parse("arithmetic").steps
+               for s in calls[-1])                                                 # never mixed with full runs
+    assert main(["arithmetic", "--smoke", "--group-size", "6", "--out", str(tmp_path)]) == 0
+    assert {s.rl.group_size for s in calls[-1]} == {6}                            # a given flag wins
 
 
 def test_old_names_still_work_but_are_hidden():
@@ -233,7 +246,7 @@ def test_bugs_keep_their_traceback(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("command, module, name, says", [
     ("tour", "toy_rl.commands.tour", "run_tour", "start again"),
-    ("arithmetic", "toy_rl.commands.arithmetic", "compare", "resume"),
+    ("arithmetic", "toy_rl.commands.arithmetic", "sweep", "resume"),
 ])
 def test_ctrl_c_is_one_line_and_exit_130(command, module, name, says, monkeypatch, tmp_path, capsys):
     def interrupted(*args, **kwargs):
@@ -256,12 +269,15 @@ def _strict(text: str):
 
 def test_arithmetic_json_with_one_seed_is_strict(monkeypatch, tmp_path, capsys):
     import toy_rl.commands.arithmetic as command
-    one_seed = [{"step": 0, "accuracy": 0.5, "reward_mean": 0.5}, {"step": 1, "accuracy": 0.6, "final": True}]
-    monkeypatch.setattr(command, "compare", lambda *a, **k: {("on-policy", rule): [one_seed] for rule in RULES})
+    nan, inf = float("nan"), float("inf")
+    monkeypatch.setattr(command, "sweep", lambda specs: {})
+    monkeypatch.setattr(command, "summarize", lambda results: [                # as a one-seed summary may be
+        {"rule": "bapo", "seeds": 1, "final_accuracy": 0.6, "final_accuracy_lo": nan, "final_accuracy_hi": nan,
+         "p_vs_symmetric": nan, "grad_norm": inf}])
     assert main(["arithmetic", "--seeds", "1", "--json", "--out", str(tmp_path)]) == 0
-    rows = _strict(capsys.readouterr().out)
-    assert len(rows) == 3 and all(r["final_accuracy"] == pytest.approx(0.6) for r in rows)
-    assert all(r["final_accuracy_lo"] is None and r["final_accuracy_hi"] is None for r in rows)   # no band
+    (row,) = _strict(capsys.readouterr().out)
+    assert row["final_accuracy"] == 0.6 and row["seeds"] == 1
+    assert row["final_accuracy_lo"] is row["final_accuracy_hi"] is row["p_vs_symmetric"] is row["grad_norm"] is None
 
 
 def test_bandit_json_with_one_seed_is_strict(tmp_path, capsys):

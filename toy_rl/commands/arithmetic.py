@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..arithmetic import DEFAULTS, compare, entropy_check, format_summary, summary
+from ..arithmetic import DEFAULTS, entropy_check
+from ..arithmetic.run import SMOKE
 from ..arithmetic.tasks import TASKS
-from ..report.runs import RUNG2_SMOKE, RUNG2_SMOKE_SEEDS
+from ..experiments import experiment_name, format_table, grid, summarize, sweep
+from ..report.runs import RUNG2_SMOKE_SEEDS
+from ..threads import set_threads
 from .common import CommonFlags, nonnegative_int, positive_float, positive_int, print_json, show_progress
 
 NAME = "arithmetic"
@@ -23,49 +26,47 @@ def add_arguments(p):
                    help="run partial rollout with this many tokens per answer per step (besides --staleness "
                         "when that is given too)")
     common = CommonFlags(p)
-    common.sized("--prompts", DEFAULTS["prompts"], RUNG2_SMOKE["prompts"], "prompts per update", group=p, metavar="N")
+    common.sized("--prompts", DEFAULTS["prompts"], SMOKE["prompts"], "prompts per update", group=p, metavar="N")
     p.add_argument("--lr", type=positive_float, default=DEFAULTS["lr"], help="step size (default %(default)s)")
     p.add_argument("--entropy-check", action="store_true",
                    help="instead of training: check ΔH ≈ −Cov(log π, Δz) for one update of the warm-started model")
     common.rule()
     common.seeds(3, RUNG2_SMOKE_SEEDS)
     common.first_seed()
-    common.steps(DEFAULTS["steps"], RUNG2_SMOKE["steps"])
-    common.group_size(DEFAULTS["group_size"], RUNG2_SMOKE["group_size"])
+    common.steps(DEFAULTS["steps"], SMOKE["steps"])
+    common.group_size(DEFAULTS["group_size"], SMOKE["group_size"])
     common.threads()
     common.device()
-    common.out(Path("runs/arithmetic"), "root folder of the runs (each run resumes in its own sub-folder)",
-               smoke=Path("runs/arithmetic-smoke"))
+    common.out(Path("runs"), "root of the run folders: <out>/arithmetic-<task>[-smoke]/<scenario>/<rule>/seed<k>, "
+                             "each resumed if interrupted")
     common.json("the summary rows")
     common.no_progress()
-    common.smoke(f"the notebooks' tiny warm start and {RUNG2_SMOKE['steps']} updates on small batches, in seconds "
+    common.smoke(f"the notebooks' tiny warm start and {SMOKE['steps']} updates on small batches, in seconds "
                  "(a check, not a result)")
 
 
 def run(args) -> int:
-    import torch
-
     from ..arithmetic.tasks import get_task
-    from ..arithmetic.warmstart import smoke_config
     get_task(args.task)                              # an unknown task fails before any work
     if args.staleness is None:                       # --partial alone runs only the partial-rollout scenario
         args.staleness = [] if args.partial is not None else [0]
-    torch.set_num_threads(args.threads)
     if args.entropy_check:
+        set_threads(args.threads)
         return _entropy_check(args, args.rule)
-    smoke = dict(RUNG2_SMOKE, warmstart=smoke_config(args.task)) if args.smoke else {}
-    sizes = dict(smoke, steps=args.steps, prompts=args.prompts, group_size=args.group_size)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    results = compare(args.task, args.rule, args.staleness, args.mode, args.partial, seeds, args.out,
-                      progress=show_progress(args), lr=args.lr, device=args.device, **sizes)
-    rows = summary(results)
+    results = sweep(grid("arithmetic", args.task, args.rule, args.staleness, seeds, args.mode, args.partial,
+                         out=args.out, smoke=args.smoke, progress=show_progress(args), steps=args.steps, lr=args.lr,
+                         device=args.device, prompts=args.prompts, group_size=args.group_size, threads=args.threads))
+    rows = summarize(results)
     if args.json:
         print_json(rows)
         return 0
-    print(format_summary(rows))
-    print("\nfinal acc: greedy accuracy on the fixed held-out set after the last update (95% t-interval over "
-          "seeds); p: Welch t-test against symmetric in the same scenario; other columns: means over updates.")
-    print(f"Metrics (one JSON line per update): {args.out / args.task}/<scenario>/<rule>/seed<k>/metrics.jsonl")
+    print(format_table(rows))
+    print("\nfinal_accuracy: greedy accuracy on the fixed held-out set after the last update (± half the 95% "
+          "t-interval over seeds); auc: accuracy averaged over training; diff/p vs symmetric: paired t-test by seed "
+          "in the same scenario; other columns: means over updates.")
+    folder = args.out / experiment_name("arithmetic", args.task, smoke=args.smoke)
+    print(f"Metrics (one JSON line per update): {folder}/<scenario>/<rule>/seed<k>/metrics.jsonl")
     return 0
 
 

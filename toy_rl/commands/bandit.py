@@ -5,6 +5,7 @@ import time
 from pathlib import Path
 
 from ..bandit.config import BanditConfig
+from ..bandit.rewards import PRESETS
 from ..bandit.experiments import STALENESSES, CurveWriter, format_table, summary_table, sweep
 from ..report.runs import RUNG1_SMOKE
 from .common import (CommonFlags, check_out, dumps, int_at_least, nonnegative_int, positive_float, positive_int,
@@ -25,8 +26,7 @@ def add_arguments(p):
                  "one or more staleness levels, 0 = on-policy", type=nonnegative_int, group=p, nargs="+", metavar="K")
     p.add_argument("--mode", default=d.mode, help="reuse: one batch for staleness+1 updates; lag: behaviour policy "
                                                   "staleness updates old (default %(default)s)")
-    p.add_argument("--preset", default=d.preset,
-                   help="rare-correct, bernoulli, one-correct or graded (default %(default)s)")
+    p.add_argument("--preset", default=d.preset, help=f"{', '.join(PRESETS)} (default %(default)s)")
     p.add_argument("--pg", default=d.pg, help="vanilla or natural policy gradient (default %(default)s)")
     p.add_argument("--advantage", default=d.advantage, help="grpo or drgrpo (default %(default)s)")
     p.add_argument("--lr", type=positive_float, default=d.lr,
@@ -79,11 +79,11 @@ def run(args) -> int:
           f"{c.steps} updates, η={c.lr}, {c.pg} PG, {c.advantage} advantages, staleness by {c.mode}; "
           f"{args.seeds} seeds, {seconds:.1f} s\n")
     print(format_table(rows))
-    print("\nfinal H / final R: exact entropy and expected reward after the last update; mean R: expected reward")
-    print("averaged over all updates (learning speed); H@half: entropy when the reward first got halfway to its best.")
-    print("± is the 95% t-interval over seeds; p: Welch t-test against symmetric at the same staleness.")
-    print("rho: positive share of the loss over gradient-carrying tokens (BAPO target 0.4); clip lo/hi: share of")
-    print("samples clipped (A<0, r<c_low / A>0, r>c_high); |g|max: largest logit-gradient norm;")
-    print("all means over updates.")
+    print("\nfinal_entropy / final_reward: exact entropy and expected reward after the last update; mean_reward:")
+    print("expected reward averaged over all updates (learning speed); entropy_at_half: entropy when the reward first")
+    print("got halfway to its best. ± is half the 95% t-interval over seeds (n/a with one seed); p_*: Welch t-test")
+    print("against symmetric at the same staleness. rho: positive share of the loss over gradient-carrying tokens")
+    print("(BAPO target 0.4); clip_frac_low / high: share of samples clipped (A<0, r<c_low / A>0, r>c_high);")
+    print("grad_norm_max: largest logit-gradient norm; all means over updates.")
     print(f"\nCurves: {out}\nSummary: {summary_path}")
     return 0

@@ -21,8 +21,9 @@ def add_arguments(p):
                    help="root of the run folders (default runs; with --smoke a fresh temporary folder)")
     extra_outs(p, "--runs")
     common = CommonFlags(p)
+    from ..arithmetic.run import SMOKE as RUNG2_SMOKE
     from ..lm.run import DEFAULTS as LORA, SMOKE as LORA_SMOKE
-    from ..report.runs import RUNG1, RUNG1_SMOKE, RUNG2, RUNG2_SEEDS, RUNG2_SMOKE, RUNG2_SMOKE_SEEDS, RUNG3, RUNG3_SMOKE
+    from ..report.runs import RUNG1, RUNG1_SMOKE, RUNG2, RUNG2_SEEDS, RUNG2_SMOKE_SEEDS, RUNG3, RUNG3_SMOKE
     by_rung = lambda a, b, c: f"rung 1: {a}, rung 2: {b}, rung 3: {c}"                          # noqa: E731
     common.seeds(None, help=f"seeds per rule and staleness (default {by_rung(RUNG1['seeds'], RUNG2_SEEDS, RUNG3['seeds'])}"
                             f"; --smoke: {by_rung(RUNG1_SMOKE['seeds'], RUNG2_SMOKE_SEEDS, RUNG3_SMOKE['seeds'])})")
