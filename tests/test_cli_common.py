@@ -29,6 +29,7 @@ COMMON = {
     "estimate": {"--group-size", "--json", "--no-progress"},
     "figures": {"--out", "--json", "--no-progress", "--smoke"},
     "report": {"--seeds", "--steps", "--out", "--json", "--no-progress", "--smoke"},
+    "pilot": {"--seeds", "--first-seed", "--steps", "--threads", "--out", "--json", "--no-progress", "--smoke"},
 }
 
 

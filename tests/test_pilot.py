@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from toy_rl.clipping import BAPO, policy_loss
-from toy_rl.experiments.pilot import records_array, strict_json, summarise_records
+from toy_rl.experiments.pilot import records_array, summarise_records
 from toy_rl.rl.diagnostics import balance_at_start
 
 
@@ -43,6 +43,12 @@ def test_records_array_pads_seeds_and_skips_evaluation_and_final_records():
     assert a.shape == (2, 2) and a[0, 0] == 0.3 and math.isnan(a[0, 1]) and math.isnan(a[1, 0]) and a[1, 1] == 0.5
 
 
-def test_strict_json_has_null_for_missing_values():
-    text = json.dumps(strict_json({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": 2}}), allow_nan=False)
-    assert json.loads(text) == {"a": None, "b": [1.0, None], "c": {"d": 2}}
+
+def test_cli_pilot_rung1_default_preset_dominates_and_control_is_balanced(capsys):
+    from toy_rl.cli import main
+    assert main(["pilot", "--rung", "1", "--json", "--seeds", "4", "--steps", "80"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert p["regime"] == "negatives-dominate" and p["preset"] == "long-failures"
+    assert p["search_moved_frac"] >= 0.5 and p["c_high_mean"] >= 1.5
+    assert main(["pilot", "--rung", "1", "--preset", "balanced", "--json", "--seeds", "4", "--steps", "80"]) == 0
+    assert json.loads(capsys.readouterr().out)["regime"] == "balanced"

@@ -137,15 +137,3 @@ def summarise_records(bapo_runs: list[list[dict]], symmetric_runs: list[list[dic
         out["symmetric"] = {k: s[k] for k in ("lambda", "rho_start", "clip_frac_low", "clip_frac_high", "approx_kl")}
     return out
 
-
-def strict_json(obj):
-    """``obj`` with every NaN/inf float replaced by None (so ``json.dumps(..., allow_nan=False)`` works)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: strict_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [strict_json(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return strict_json(obj.item())
-    return obj
