@@ -87,6 +87,6 @@ def test_bad_input_fails_clearly(tmp_path, capsys):
     assert main(["report", "--rung", "1", "--smoke", "--out", str(blocker / "r.html")]) == 2
     assert "--out: cannot create the folder" in capsys.readouterr().err
     assert main(["report", "--rung", "1", "--smoke", "--seeds", "0", "--out", str(tmp_path)]) == 2
-    assert "--seeds must be an integer >= 1" in capsys.readouterr().err
+    assert "--seeds must be >= 1; got 0" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--format"):
         check_out(tmp_path / "x.pdf", "pdf")
