@@ -1,0 +1,153 @@
+"""Rung-2 presets and the pilot gate: valid configs, λ and ρ by hand, the regime in both directions, a tiny pilot."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from toy_rl.arithmetic.pilot import (balance_diagnostics, batch_lambda, classify_regime, gate, pilot, summarise,
+                                     token_lambda)
+from toy_rl.arithmetic.presets import DEFAULT, PRESETS, Preset, check_preset, get_preset
+from toy_rl.arithmetic.run import DEFAULTS
+from toy_rl.arithmetic.tasks import get_task
+from toy_rl.arithmetic.warmstart import default_config, smoke_config
+from toy_rl.clipping import BAPO, policy_loss
+from toy_rl.rl.loop import RLConfig
+from toy_rl.rl.rollout import Answer, Group, make_batch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_is_valid(name):
+    preset = get_preset(name)
+    check_preset(preset)
+    cfg = preset.rl_config("symmetric", seed=7, steps=3)
+    assert isinstance(cfg, RLConfig) and (cfg.rule, cfg.seed, cfg.steps) == ("symmetric", 7, 3)
+    assert cfg.eval_size >= 1000 and cfg.temperature in (0.6, 1.0) and cfg.staleness > 0
+    task = preset.make_task()
+    assert len(task.heldout(cfg.eval_size)) == cfg.eval_size
+
+
+def test_balanced_is_todays_setting_and_long_failures_give_room_to_ramble():
+    balanced = get_preset("balanced")
+    assert balanced.warmstart == default_config("add")
+    assert {k: balanced.rl[k] for k in DEFAULTS if k != "eval_size"} == {k: v for k, v in DEFAULTS.items()
+                                                                          if k != "eval_size"}
+    assert balanced.rl["max_new_tokens"] == get_task("add").max_answer_chars + 1
+    long = get_preset(DEFAULT)
+    task = long.make_task()
+    right = np.mean([len(task.supervised_target(p)) + 1 for p in task.sample(300, rng=0)])    # + EOS
+    assert 2.0 <= long.rl["max_new_tokens"] / right <= 3.5
+    assert {get_preset(n).rl["temperature"] for n in PRESETS if n.startswith("long-failures")} == {0.6, 1.0}
+
+
+def test_preset_errors_are_one_line_value_errors():
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        get_preset("nope")
+    base = get_preset("balanced")
+    with pytest.raises(ValueError, match="unknown fields"):
+        check_preset(dataclasses.replace(base, rl={**base.rl, "colour": 1}))
+    with pytest.raises(ValueError, match="block_size"):
+        check_preset(dataclasses.replace(base, rl={**base.rl, "max_new_tokens": 200}))
+
+
+def _batch(groups_lengths, groups_rewards):
+    """A finished batch with answers of the given lengths (tokens) and 0/1 rewards ('1' right, '0' wrong)."""
+    groups = []
+    for lengths, rewards in zip(groups_lengths, groups_rewards):
+        answers = [Answer([1, 5], tokens=[3 + r] * n, logp=[-1.0] * n, version=[0] * n, finished=True)
+                   for n, r in zip(lengths, rewards)]
+        groups.append(Group(None, answers))
+    reward = lambda problem, text: float(text.startswith("1"))
+    decode = lambda ids: "".join(str(i - 3) for i in ids)
+    return make_batch(groups, reward, decode, pad_id=0)
+
+
+def test_token_lambda_by_hand_and_on_policy_rho():
+    # group 1: right answers of 2 and 4 tokens, wrong of 10 and 6; group 2: all wrong (A = 0, no weight)
+    batch = _batch([[2, 4, 10, 6], [3, 3, 3, 3]], [[1, 1, 0, 0], [0, 0, 0, 0]])
+    a = float(batch.advantages[0])                    # +a for the right, -a for the wrong answers of group 1
+    assert a > 0 and torch.allclose(batch.advantages[:4], torch.tensor([a, a, -a, -a]))
+    assert token_lambda(batch.advantages, batch.response_mask) == pytest.approx((10 + 6) / (2 + 4))
+    # on-policy (r = 1) BAPO's ρ before the search is 1 / (1 + λ), under both counts
+    logp = batch.old_logp.clone()
+    _, stats = policy_loss(logp, batch.old_logp, batch.advantages, batch.response_mask, BAPO())
+    assert stats["rho_before"] == pytest.approx(1 / (1 + 16 / 6))
+    d = balance_diagnostics(batch, logp)
+    assert d["lambda_tokens"] == pytest.approx(16 / 6)
+    assert d["rho_before_grad"] == pytest.approx(stats["rho_before"]) == pytest.approx(d["rho_before_all"])
+    assert token_lambda(torch.zeros(4), torch.ones(4, 3)) == float("inf")
+
+
+def test_batch_lambda_prefers_the_logged_value():
+    assert batch_lambda({"lambda_tokens": 2.5, "len_wrong": 9, "len_correct": 3}) == 2.5
+    assert batch_lambda({"len_wrong": 9.0, "len_correct": 3.0}) == 3.0
+    assert batch_lambda({"len_wrong": 9.0, "len_correct": None}) is None
+
+
+def _records(rho_before, moved_to=(0.6, 1.2), steps=20):
+    """Synthetic per-update BAPO records: ρ before the search, and the bounds it chose."""
+    out = [{"step": 0, "accuracy": 0.2}]
+    for s in range(steps):
+        rb = rho_before[s % len(rho_before)]
+        moves = rb < 0.4
+        lo, hi = moved_to if moves else (0.6, 1.2)
+        out.append({"step": s, "loss": 0.0, "rho_before": rb, "search_steps": 40.0 if moves else 0.0,
+                    "c_low": lo, "c_high": hi, "reward_mean": 0.2, "lambda_tokens": 1 / rb - 1,
+                    "clip_frac_low": 0.01, "clip_frac_high": 0.0, "approx_kl": 0.001, "seconds": 0.5})
+    return out + [{"step": steps, "final": True, "accuracy": 0.3}]
+
+
+def test_gate_names_the_regime_in_both_directions():
+    low = _records([0.3, 0.35, 0.45], moved_to=(0.9, 3.0))           # 2 of 3 updates below ρ0
+    g = gate([low])
+    assert g["regime"] == "negatives-dominate"
+    assert g["search_moved_frac"] == pytest.approx(14 / 20) and g["rho_before_below_rho0"] == pytest.approx(14 / 20)
+    assert g["c_high_q50"] == 3.0 and g["c_high_mean"] == pytest.approx((14 * 3.0 + 6 * 1.2) / 20)
+    assert g["bounds_at_end_frac"] == pytest.approx(14 / 20)
+    high = _records([0.5, 0.45, 0.35])                                # 1 of 3 below
+    assert gate([high])["regime"] == "balanced"
+    assert classify_regime(np.array([0.39, 0.41])) == "balanced"      # a tie is not a majority
+    with pytest.raises(ValueError, match="rho_before"):
+        classify_regime(np.array([]))
+    late = _records([0.5] * 10 + [0.3] * 10, moved_to=(0.6, 2.0))
+    g = gate([late])
+    assert (g["search_moved_frac_early"], g["search_moved_frac_late"]) == (0.0, 1.0)
+
+
+def test_summarise_reports_every_rule_and_the_gate_rule_on_top():
+    runs = {"symmetric": [_records([0.5])], "bapo": [_records([0.3], moved_to=(0.9, 3.0)), _records([0.3])]}
+    s = summarise(runs)
+    assert s["regime"] == "negatives-dominate" and set(s["by_rule"]) == {"symmetric", "bapo"}
+    assert s["lambda"] == pytest.approx(1 / 0.3 - 1) and s["accuracy_start"] == 0.2 and s["accuracy_end"] == 0.3
+    assert s["by_rule"]["symmetric"]["lambda"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="gate_rule"):
+        summarise({"symmetric": runs["symmetric"]})
+
+
+def test_tiny_pilot_returns_every_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+    base = get_preset(DEFAULT)
+    smoke = smoke_config("add")
+    tiny = dataclasses.replace(base, name="tiny", task_params={"n_numbers": 4, "max_wrong": 1}, warmstart=dataclasses.replace(
+        smoke, max_steps=5, model=dataclasses.replace(smoke.model, block_size=64)),
+        rl={**base.rl, "prompts": 2, "group_size": 2, "eval_size": 4, "max_new_tokens": 8})
+    check_preset(tiny)
+    p = pilot(tiny, steps=3, seeds=(0, 1), out=tmp_path / "runs")
+    for key in ("regime", "lambda", "lambda_q10", "lambda_q50", "lambda_q90", "rho_before_q10", "rho_before_q50",
+                "rho_before_q90", "rho_before_all_q50", "search_moved_frac", "search_moved_frac_early",
+                "search_moved_frac_late", "c_low_mean", "c_high_mean", "c_high_q10", "c_high_q50", "c_high_q90",
+                "rho_reached_frac", "bounds_at_end_frac",
+                "clip_frac_low", "clip_frac_high", "approx_kl", "accuracy_start", "accuracy_end", "seconds",
+                "warmstart_seconds", "warmstart_cached", "by_rule", "records"):
+        assert key in p, key
+    assert p["regime"] in ("balanced", "negatives-dominate") and not p["warmstart_cached"]
+    assert set(p["records"]) == {"symmetric", "bapo"} and len(p["records"]["bapo"]) == 2
+    updates = [r for r in p["records"]["bapo"][0] if "loss" in r]
+    assert len(updates) == 3 and all("rho_before_all" in r and "lambda_tokens" in r for r in updates)
+    assert (tmp_path / "runs" / "tiny" / "lag-8" / "bapo" / "seed1" / "metrics.jsonl").exists()
+    assert isinstance(tiny, Preset)
