@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from toy_rl.arithmetic.pilot import (balance_diagnostics, batch_lambda, classify_regime, gate, pilot, summarise,
-                                     token_lambda)
+from toy_rl.arithmetic.pilot import batch_lambda, classify_regime, gate, pilot, summarise
 from toy_rl.arithmetic.presets import DEFAULT, PRESETS, Preset, check_preset, get_preset
 from toy_rl.arithmetic.run import DEFAULTS
 from toy_rl.arithmetic.tasks import get_task
 from toy_rl.arithmetic.warmstart import default_config, smoke_config
 from toy_rl.clipping import BAPO, policy_loss
-from toy_rl.rl.loop import RLConfig
+from toy_rl.rl.config import RLConfig
+from toy_rl.rl.diagnostics import balance_at_start
 from toy_rl.rl.rollout import Answer, Group, make_batch
 
 
@@ -67,25 +67,29 @@ def _batch(groups_lengths, groups_rewards):
     return make_batch(groups, reward, decode, pad_id=0)
 
 
-def test_token_lambda_by_hand_and_on_policy_rho():
+def test_lambda_by_hand_and_on_policy_rho():
     # group 1: right answers of 2 and 4 tokens, wrong of 10 and 6; group 2: all wrong (A = 0, no weight)
     batch = _batch([[2, 4, 10, 6], [3, 3, 3, 3]], [[1, 1, 0, 0], [0, 0, 0, 0]])
     a = float(batch.advantages[0])                    # +a for the right, -a for the wrong answers of group 1
     assert a > 0 and torch.allclose(batch.advantages[:4], torch.tensor([a, a, -a, -a]))
-    assert token_lambda(batch.advantages, batch.response_mask) == pytest.approx((10 + 6) / (2 + 4))
+    ones = torch.ones_like(batch.old_logp)
+    record = balance_at_start(ones, batch.advantages, batch.response_mask)      # what the loop logs
+    assert batch_lambda(record) == pytest.approx((10 + 6) / (2 + 4))           # the |A|-weighted token ratio
+    assert record["lambda_tokens"] == pytest.approx((10 + 6) / (2 + 4))         # (equal |A| here)
     # on-policy (r = 1) BAPO's ρ before the search is 1 / (1 + λ), under both counts
-    logp = batch.old_logp.clone()
-    _, stats = policy_loss(logp, batch.old_logp, batch.advantages, batch.response_mask, BAPO())
-    assert stats["rho_before"] == pytest.approx(1 / (1 + 16 / 6))
-    d = balance_diagnostics(batch, logp)
-    assert d["lambda_tokens"] == pytest.approx(16 / 6)
-    assert d["rho_before_grad"] == pytest.approx(stats["rho_before"]) == pytest.approx(d["rho_before_all"])
-    assert token_lambda(torch.zeros(4), torch.ones(4, 3)) == float("inf")
+    _, stats = policy_loss(batch.old_logp, batch.old_logp, batch.advantages, batch.response_mask, BAPO())
+    assert stats["rho_before"] == pytest.approx(1 / (1 + batch_lambda(record)))
+    assert record["rho_start_grad"] == pytest.approx(stats["rho_before"]) == pytest.approx(record["rho_start_all"])
+    # three right answers of 2 tokens against one wrong of 12: λ is 12/2 (not the token count 12/6)
+    skew = _batch([[2, 2, 2, 12]], [[1, 1, 1, 0]])
+    rec = balance_at_start(torch.ones_like(skew.old_logp), skew.advantages, skew.response_mask)
+    assert batch_lambda(rec) == pytest.approx(6.0) and rec["lambda_tokens"] == pytest.approx(2.0)
 
 
 def test_batch_lambda_prefers_the_logged_value():
-    assert batch_lambda({"lambda_tokens": 2.5, "len_wrong": 9, "len_correct": 3}) == 2.5
-    assert batch_lambda({"len_wrong": 9.0, "len_correct": 3.0}) == 3.0
+    assert batch_lambda({"lambda_mass": 2.5, "len_wrong": 9, "len_correct": 3}) == 2.5
+    assert batch_lambda({"lambda_mass": None, "len_wrong": 9, "len_correct": 3}) is None     # no signal
+    assert batch_lambda({"len_wrong": 9.0, "len_correct": 3.0}) == 3.0                        # older records
     assert batch_lambda({"len_wrong": 9.0, "len_correct": None}) is None
 
 
@@ -97,7 +101,7 @@ def _records(rho_before, moved_to=(0.6, 1.2), steps=20):
         moves = rb < 0.4
         lo, hi = moved_to if moves else (0.6, 1.2)
         out.append({"step": s, "loss": 0.0, "rho_before": rb, "search_steps": 40.0 if moves else 0.0,
-                    "c_low": lo, "c_high": hi, "reward_mean": 0.2, "lambda_tokens": 1 / rb - 1,
+                    "c_low": lo, "c_high": hi, "reward_mean": 0.2, "lambda_mass": 1 / rb - 1,
                     "clip_frac_low": 0.01, "clip_frac_high": 0.0, "approx_kl": 0.001, "seconds": 0.5})
     return out + [{"step": steps, "final": True, "accuracy": 0.3}]
 
@@ -148,6 +152,6 @@ def test_tiny_pilot_returns_every_key(tmp_path, monkeypatch):
     assert p["regime"] in ("balanced", "negatives-dominate") and not p["warmstart_cached"]
     assert set(p["records"]) == {"symmetric", "bapo"} and len(p["records"]["bapo"]) == 2
     updates = [r for r in p["records"]["bapo"][0] if "loss" in r]
-    assert len(updates) == 3 and all("rho_before_all" in r and "lambda_tokens" in r for r in updates)
+    assert len(updates) == 3 and all("rho_start_all" in r and "lambda_mass" in r for r in updates)
     assert (tmp_path / "runs" / "tiny" / "lag-8" / "bapo" / "seed1" / "metrics.jsonl").exists()
     assert isinstance(tiny, Preset)

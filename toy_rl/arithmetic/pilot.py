@@ -4,14 +4,13 @@
     p = pilot("long-failures", steps=30, seeds=(0,))
     p["regime"], p["rho_before_q50"], p["search_moved_frac"], p["c_high_mean"]
 
-Every update also logs, whichever rule trained (see :func:`balance_diagnostics`):
-
-* ``lambda_tokens``: λ = Σ_wrong |A|·L / Σ_right A·L over the batch, L an answer's
-  tokens (EOS included). On-policy the token-mean loss has ρ = 1 / (1 + λ)
-  exactly (protocol §1).
-* ``rho_before_grad``, ``rho_before_all``: ρ at BAPO's starting bounds [0.6, 1.2]
-  under both readings of which tokens count (docs/paper_vs_code.md). For a
-  BAPO run ``rho_before_grad`` is the ``rho_before`` its search started from.
+The loop logs, for every update and whichever rule trained
+(:func:`toy_rl.rl.diagnostics.balance_at_start`), λ as ``lambda_mass``
+(Σ_wrong |A|·L / Σ_right A·L: on-policy the token-mean loss has ρ = 1 / (1 + λ)
+exactly, protocol §1), the plain token count ratio ``lambda_tokens``, and ρ at
+BAPO's starting bounds [0.6, 1.2] under both readings of which tokens count
+(``rho_start_grad``, ``rho_start_all``; docs/paper_vs_code.md). For a BAPO run
+``rho_start_grad`` is the ``rho_before`` its search started from.
 
 :func:`summarise` turns per-update records into the gate's numbers and names the
 regime; it is a pure function of the records (no model, no files).
@@ -23,10 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from ..clipping import BAPO, token_ratio
-from ..clipping.balance import balance_of, masses
+from ..clipping import BAPO
+from ..rl.config import rule_label
 from ..rl.loop import train
 from .policy import TinyPolicy
 from .presets import Preset, get_preset
@@ -38,34 +36,10 @@ START = (BAPO().low_range[0], BAPO().high_range[0])      # BAPO's starting bound
 END = (BAPO().low_range[1], BAPO().high_range[1])        # where its search path ends (b⁻, b⁺)
 
 
-def token_lambda(advantages: torch.Tensor, response_mask: torch.Tensor) -> float:
-    """λ = Σ_{A<0} |A|·L / Σ_{A>0} A·L, one advantage per answer, L its tokens; inf with no positive mass."""
-    lengths = response_mask.sum(-1).to(torch.float64)
-    adv = advantages.reshape(-1).to(torch.float64)
-    pos, neg = float((adv.clamp(min=0) * lengths).sum()), float(((-adv).clamp(min=0) * lengths).sum())
-    return neg / pos if pos > 0 else float("inf")
-
-
-def balance_diagnostics(batch, logp: torch.Tensor, start=START) -> dict:
-    """λ of the batch and ρ at the bounds ``start`` under count "grad" and "all" (share balance)."""
-    mask = batch.response_mask.to(logp.device)
-    ratio = token_ratio(logp, batch.old_logp.to(logp.device))
-    adv = batch.advantages.to(logp.device)[:, None].expand_as(ratio)
-    flat = lambda t: t.reshape(1, -1).to(torch.float64)
-    out = {"lambda_tokens": token_lambda(batch.advantages, batch.response_mask)}
-    for count in ("grad", "all"):
-        pos, neg = masses(flat(ratio), flat(adv), flat(mask), start[0], start[1], count)
-        out[f"rho_before_{count}"] = float(balance_of(pos, neg, "share")[0])
-    return out
-
-
-def _log_balance(record, batch, logp):
-    record.update(balance_diagnostics(batch, logp))
-
-
-def run_preset(preset: Preset | str, rule: str = "bapo", seed: int = 0, out="runs/arithmetic-presets",
+def run_preset(preset: Preset | str, rule="bapo", seed: int = 0, out="runs/arithmetic-presets",
                device="auto", progress: bool = False, **overrides) -> list[dict]:
     """One RL run of a preset from its warm start, through the shared loop; returns its records.
+    ``rule``: a name or a rule object (e.g. ``FixedBounds(lo=0.9, hi=3.0)``).
 
     What ``toy_rl.arithmetic.run.run_one`` does, with the preset's task settings and generation budget
     (run_one fixes max_new_tokens to the task's longest answer + 1 and takes only a task name).
@@ -75,8 +49,9 @@ def run_preset(preset: Preset | str, rule: str = "bapo", seed: int = 0, out="run
     task = preset.make_task()
     policy = TinyPolicy(load_warmstart(task, preset.warmstart, device=device, progress=progress))
     cfg = preset.rl_config(rule, seed, **overrides)
-    run_dir = Path(out) / preset.name / scenario_name(cfg.staleness, cfg.mode, cfg.partial) / rule / f"seed{seed}"
-    return train(cfg, policy, task, run_dir, progress=progress, on_update=_log_balance)
+    scenario = scenario_name(cfg.staleness, cfg.mode, cfg.partial)
+    return train(cfg, policy, task, Path(out) / preset.name / scenario / rule_label(rule) / f"seed{seed}",
+                 progress=progress)
 
 
 def pilot(preset_name: str | Preset, steps: int = 30, seeds=(0,), rules=("symmetric", "bapo"), out=None,
@@ -84,7 +59,8 @@ def pilot(preset_name: str | Preset, steps: int = 30, seeds=(0,), rules=("symmet
     """The pilot gate on a preset: each rule × seed for ``steps`` updates, then :func:`summarise`.
 
     Held-out accuracy is measured at the start and the end only (unless ``eval_every`` is overridden).
-    Returns the summary plus ``records`` ({rule: [records of each seed]}), ``seconds`` (the whole pilot),
+    ``rules``: names or rule objects; ``records`` and ``by_rule`` are keyed by their labels
+    (:func:`toy_rl.rl.config.rule_label`). Returns the summary plus ``records``, ``seconds`` (the whole pilot),
     ``warmstart_seconds`` and ``warmstart_cached`` (whether the warm start was already on disk).
     """
     preset = get_preset(preset_name) if isinstance(preset_name, str) else preset_name
@@ -95,8 +71,8 @@ def pilot(preset_name: str | Preset, steps: int = 30, seeds=(0,), rules=("symmet
     load_warmstart(preset.make_task(), preset.warmstart, device="cpu", progress=progress)
     warm_seconds = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        records = {rule: [run_preset(preset, rule, seed, out or tmp, progress=progress, **overrides)
-                          for seed in seeds] for rule in rules}
+        records = {rule_label(rule): [run_preset(preset, rule, seed, out or tmp, progress=progress, **overrides)
+                                      for seed in seeds] for rule in rules}
     result = summarise(records)
     result.update(preset=preset.name, steps=steps, seeds=list(seeds), records=records,
                   seconds=time.perf_counter() - t0, warmstart_seconds=warm_seconds, warmstart_cached=cached)
@@ -124,9 +100,10 @@ def _mean(values: np.ndarray) -> float:
 
 
 def batch_lambda(record: dict) -> float | None:
-    """λ of one update: ``lambda_tokens`` if logged, else len_wrong / len_correct (exact for one group)."""
-    if record.get("lambda_tokens") is not None:
-        return record["lambda_tokens"]
+    """λ of one update: ``lambda_mass`` if the loop logged it (None: no advantage mass at all), else, for
+    records from before it did, len_wrong / len_correct (exact for one group)."""
+    if "lambda_mass" in record:
+        return record["lambda_mass"]
     if record.get("len_wrong") and record.get("len_correct"):
         return record["len_wrong"] / record["len_correct"]
     return None
@@ -151,9 +128,10 @@ def rule_summary(runs: list[list[dict]]) -> dict:
     """One rule's diagnostics over its seeds: λ, ρ, clip fractions, KL, accuracy and reward at start and end."""
     updates = _updates(runs)
     lam = np.array([v for recs in updates for r in recs if (v := batch_lambda(r)) is not None], dtype=float)
-    out = {"updates": sum(map(len, updates)), "lambda": _mean(lam[np.isfinite(lam)]), **_quantiles(lam, "lambda")}
-    for key in ("rho", "clip_frac_low", "clip_frac_high", "clip_frac", "approx_kl", "entropy",
-                "rho_before_grad", "rho_before_all", "len_correct", "len_wrong"):
+    lam = lam[np.isfinite(lam)]
+    out = {"updates": sum(map(len, updates)), "lambda": _mean(lam), **_quantiles(lam, "lambda")}
+    for key in ("lambda_tokens", "rho", "clip_frac_low", "clip_frac_high", "clip_frac", "approx_kl", "entropy",
+                "rho_start_grad", "rho_start_all", "len_correct", "len_wrong"):
         out[key] = _mean(_values(updates, key))
     first = [recs[0]["accuracy"] for recs in runs if recs and recs[0].get("accuracy") is not None]
     last = [recs[-1]["accuracy"] for recs in runs if recs and recs[-1].get("final")]
@@ -177,7 +155,7 @@ def gate(runs: list[list[dict]], rho0: float = RHO0, start=START) -> dict:
     c_high = _values(updates, "c_high")
     return {"regime": classify_regime(rho_before, rho0), "rho0": rho0,
             "rho_before_below_rho0": _mean((rho_before < rho0).astype(float)), **_quantiles(rho_before, "rho_before"),
-            **_quantiles(_values(updates, "rho_before_all"), "rho_before_all"),
+            **_quantiles(_values(updates, "rho_start_all"), "rho_before_all"),
             "search_moved_frac": _mean(np.array([f for u in flags for f in u], dtype=float)),
             "search_moved_frac_early": half(0), "search_moved_frac_late": half(1),
             "c_low_mean": _mean(_values(updates, "c_low")), "c_high_mean": _mean(c_high), **_quantiles(c_high, "c_high"),

@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..rl.loop import RLConfig
+from ..rl.config import RLConfig
 from .tasks import TASKS, Task, get_task
 from .tasks.search import SearchTask
 from .warmstart import WarmstartConfig, default_config
