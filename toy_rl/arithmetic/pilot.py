@@ -55,12 +55,14 @@ def run_preset(preset: Preset | str, rule="bapo", seed: int = 0, out="runs/arith
 
 
 def pilot(preset_name: str | Preset, steps: int = 30, seeds=(0,), rules=("symmetric", "bapo"), out=None,
-          threads: int | None = 1, progress: bool = False, **overrides) -> dict:
+          threads: int | None = 1, device="auto", progress: bool = False, gate_rule: str = "bapo",
+          **overrides) -> dict:
     """The pilot gate on a preset: each rule × seed for ``steps`` updates, then :func:`summarise`.
 
     Held-out accuracy is measured at the start and the end only (unless ``eval_every`` is overridden).
     ``rules``: names or rule objects; ``records`` and ``by_rule`` are keyed by their labels
-    (:func:`toy_rl.rl.config.rule_label`). Returns the summary plus ``records``, ``seconds`` (the whole pilot),
+    (:func:`toy_rl.rl.config.rule_label`); ``gate_rule`` is the label whose records the gate reads.
+    ``out``: where the runs are kept (None: a temporary folder). Returns the summary plus ``records``, ``seconds`` (the whole pilot),
     ``warmstart_seconds`` and ``warmstart_cached`` (whether the warm start was already on disk).
     """
     preset = get_preset(preset_name) if isinstance(preset_name, str) else preset_name
@@ -68,12 +70,12 @@ def pilot(preset_name: str | Preset, steps: int = 30, seeds=(0,), rules=("symmet
     overrides = {"steps": steps, "eval_every": steps, "checkpoint_every": steps, **overrides}
     t0 = time.perf_counter()
     cached = cache_path(preset.make_task(), preset.warmstart).exists()
-    load_warmstart(preset.make_task(), preset.warmstart, device="cpu", progress=progress)
+    load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)
     warm_seconds = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        records = {rule_label(rule): [run_preset(preset, rule, seed, out or tmp, progress=progress, **overrides)
+        records = {rule_label(rule): [run_preset(preset, rule, seed, out or tmp, device, progress, **overrides)
                                       for seed in seeds] for rule in rules}
-    result = summarise(records)
+    result = summarise(records, gate_rule)
     result.update(preset=preset.name, steps=steps, seeds=list(seeds), records=records,
                   seconds=time.perf_counter() - t0, warmstart_seconds=warm_seconds, warmstart_cached=cached)
     return result

@@ -32,6 +32,18 @@ update / greedy held-out accuracy after the 30 updates, 0.264 before them): disj
 0.25; lag 8 at 5e-4: 6.7 % / 0.050 / 0.25; lag 8 at 1e-3: 7.9 % / 0.15 / 0.12. Only a long
 lag reaches 5 % clipping without a step size that wrecks the warm start.
 
+Pilot gate (``toy_rl.arithmetic.pilot.pilot(name)``: 30 updates, seed 0, symmetric + BAPO):
+
+    preset               λ q50 (q10-q90)  ρ before q50  BAPO moved  c_high mean  sym. clip  regime
+    balanced             1.00 (0.99-1.02)   0.50          0 %        1.20        1.2 %     balanced
+    long-failures        1.79 (1.43-2.13)   0.35         93 %        2.70        6.7 %     negatives-dominate
+    long-failures-t0.6   1.84 (1.53-2.19)   0.33         93 %        2.83        8.1 %     negatives-dominate
+
+In "long-failures" BAPO reached ρ0 in only 23 % of updates; in 77 % its search ran to the end of
+its path, [0.9, 3.0], and it acted as that fixed rule (drift clips too few tokens for the bounds to
+rebalance ρ). λ stays below 2 because some failures stop early on a wrongly added "hit". With 10
+numbers instead of 8 and 800 warm-start steps λ reaches 2.0-2.25, but sampled accuracy is then 30-37 %.
+
 Each preset is designed for ≥ 10 seeds (only the rollout seed changes) and
 evaluates on the task's whole held-out pool of 1,000 problems.
 """
