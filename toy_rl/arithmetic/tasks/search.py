@@ -6,9 +6,9 @@
     rejected:  "3+8=12" (sum written wrong)   "3+8=1" (cut off)   "1+10=11" (not given)
                "7+9=16 4+5=9" (stopped on a miss)
 
-Why this task exists: it makes *failed answers longer than right ones*, the
-setting BAPO was designed for (paper §3: long failed reasoning traces; see
-``docs/protocol.md`` §1). Checking a try is easy (add two digits, compare
+Why this task exists: it makes *failed answers longer than right ones*, as in
+the paper's long reasoning traces, where failures run to the length limit and
+negative tokens dominate the loss (``docs/protocol.md`` §1). Checking a try is easy (add two digits, compare
 with the target in the prompt); choosing the right pair is the hard part. A
 model that cannot find the pair keeps trying until the generation budget
 runs out, so wrong answers run on while right ones stop at the hit.
