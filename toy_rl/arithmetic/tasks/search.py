@@ -8,10 +8,14 @@
 
 Why this task exists: it makes *failed answers longer than right ones*, as in
 the paper's long reasoning traces, where failures run to the length limit and
-negative tokens dominate the loss (``docs/protocol.md`` §1). Checking a try is easy (add two digits, compare
-with the target in the prompt); choosing the right pair is the hard part. A
-model that cannot find the pair keeps trying until the generation budget
-runs out, so wrong answers run on while right ones stop at the hit.
+negative tokens dominate the loss (``docs/protocol.md`` §1). Checking a try is
+easy (add two digits, compare with the target in the prompt); choosing the
+right pair is the hard part. A model that cannot find the pair keeps trying
+until the generation budget runs out, so wrong answers run on while right ones
+stop at the hit. Not every failure runs on: a model that adds wrongly may
+"hit" early and stop. Measured after the 600-step warm start (presets.py),
+temperature 1.0, a budget of 40 tokens: right answers 12.6 tokens, wrong ones
+22.4, λ ≈ 1.8 (for "add" and "scratchpad" λ ≈ 1.0).
 
 The supervised target (what the warm start imitates) is a trace of tries: a
 geometric number of wrong pairs (each try is the hit with probability
