@@ -8,7 +8,8 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from toy_rl.arithmetic import RULES, compare, curve, load_results
+from toy_rl.arithmetic import RULES
+from toy_rl.experiments import curve, grid, load, sweep
 from toy_rl.arithmetic.views import (TABULAR_SIGN, StoredBatch, answer_versions, budget_callback, claim_verdicts,
                                      clip_callback, clip_view, demo_summary, entropy_check_view, finished,
                                      length_view, load_or_compare, on_policy_check, partial_curves, partial_demo,
@@ -191,7 +192,7 @@ def test_load_or_compare_runs_once_then_loads(tmp_path):
                                     on_policy_rules=("symmetric",), **FAST)
     assert source.startswith("computed") and list(first) == [("on-policy", "symmetric"), ("reuse-1", "symmetric"),
                                                              ("reuse-1", "clip-higher"), ("reuse-1", "bapo")]
-    assert not (quick / "add" / "on-policy" / "bapo").exists()              # only the rules asked for on-policy
+    assert not (quick / "arithmetic-add" / "on-policy" / "bapo").exists()              # only the rules asked for on-policy
     again, source = load_or_compare(quick, "add", (0, 1), seeds=2, on_policy_rules=("symmetric",))
     assert source.startswith("loaded") and again == first
     with pytest.raises(FileNotFoundError):                                   # 3 seeds asked, 2 there
@@ -200,11 +201,11 @@ def test_load_or_compare_runs_once_then_loads(tmp_path):
 
 
 def test_on_policy_runs_coincide_and_unfinished_runs_are_left_out(tmp_path):
-    res = compare("add", RULES, (0,), seeds=range(2), out=tmp_path, **FAST)
+    res = sweep(grid("arithmetic", "add", RULES, (0,), seeds=range(2), out=tmp_path, **FAST))
     check = on_policy_check(res)
     assert check["ratio_dev"] < 1e-4 and check["clip_frac_max"] == 0.0
     assert check["entropy_gap"] == 0.0 and check["accuracy_gap"] == 0.0
-    loaded = load_results(tmp_path / "add")
+    loaded = load(tmp_path / "arithmetic-add")
     cut = [recs[:-1] for recs in loaded["on-policy", "bapo"]]               # as if still running
     assert finished(cut) == [] and finished(loaded["on-policy", "bapo"]) == loaded["on-policy", "bapo"]
 

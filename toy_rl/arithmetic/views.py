@@ -33,7 +33,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .run import DEFAULTS, RULES, compare, curve, load_results, scenario_name
+from .run import DEFAULTS, RULES
+from ..experiments import curve, experiment_name, grid, load, scenario_name, sweep
 from ..bandit.views import RULE_COLOURS, band, fixed_bounds, smooth, verdict_line
 from ..clipping import BAPO, make_rule, policy_loss, token_ratio
 from ..rl.entropy_check import QUADRANTS
@@ -87,9 +88,9 @@ def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = Non
     on_rules = tuple(on_policy_rules or rules)
     wanted = [(s, r) for s in scenario_names(stalenesses, mode, partial)
               for r in (on_rules if s == "on-policy" else rules)]
-    where = Path(root) / task
+    where = Path(root) / experiment_name("arithmetic", task, smoke=overrides.get("smoke", False))
     if where.is_dir():
-        loaded = load_results(where)
+        loaded = load(where)
         runs = {key: finished(loaded.get(key, [])) for key in wanted}
         if all(len(v) >= seeds for v in runs.values()):
             n = sorted({len(v) for v in runs.values()})
@@ -99,13 +100,15 @@ def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = Non
                                 "pass quick_out to run them")
     res = {}
     if 0 in stalenesses:
-        res.update(compare(task, on_rules, (0,), mode, None, range(seeds), quick_out, progress=progress, **overrides))
+        res.update(sweep(grid("arithmetic", task, on_rules, (0,), range(seeds), mode, out=quick_out, progress=progress,
+                              **overrides)))
     rest = tuple(k for k in stalenesses if k != 0)
     if rest or partial is not None:
-        res.update(compare(task, rules, rest, mode, partial, range(seeds), quick_out, progress=progress, **overrides))
+        res.update(sweep(grid("arithmetic", task, rules, rest, range(seeds), mode, partial, out=quick_out,
+                              progress=progress, **overrides)))
     steps = overrides.get("steps", DEFAULTS["steps"])
     return ({key: res[key] for key in wanted},
-            f"computed now into {Path(quick_out) / task} ({seeds} seeds, {steps} steps each; "
+            f"computed now into {Path(quick_out) / where.name} ({seeds} seeds, {steps} steps each; "
             f"the full sweep: see the README)")
 
 

@@ -136,7 +136,7 @@ def _rung1(smoke, seeds, steps, runs, progress, model) -> dict:
 # === rung 2 =======================================================================================
 
 def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
-    from ..arithmetic import summary
+    from ..experiments import summarize
     from ..arithmetic.views import claim_verdicts, rule_bands, scenario_bands, scenario_names
     ks = (0, 2) if smoke else (0, 2, 4, 8)
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
@@ -145,7 +145,7 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
     scenarios = scenario_names(ks)
     stale = scenarios[1:]
     focus = "reuse-4" if "reuse-4" in stale else stale[-1]
-    rows = summary(results)
+    rows = summarize(results)
     figs = [("scenarios", scenario_bands(results, "symmetric", scenarios)[0],
              "The symmetric rule on-policy and at every staleness: held-out accuracy, sampled reward, entropy, "
              "gradient norm, clip fraction, KL; mean and 95% band over seeds."),
@@ -160,7 +160,8 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                     num_cell(r["c_low"], 2), num_cell(r["c_high"], 2), num_cell(r["clip_frac_low"]),
                     num_cell(r["clip_frac_high"]), num_cell(r["grad_norm"], 2)] for r in rows],
                   "Final acc: greedy held-out accuracy after the last update, mean over seeds [95% Student-t band]; "
-                  "p: Welch's t-test against symmetric in the same scenario (toy_rl.arithmetic.summary). Other "
+                  "p: paired t-test by seed against symmetric in the same scenario (toy_rl.experiments.summarize). "
+                  "Other "
                   "columns: means over updates and seeds.")
     return dict(config="task add; " + note, seeds=seeds, source=source,
                 runner=(f"toy-rl arithmetic --task add --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds}"
@@ -173,15 +174,17 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
 # === rung 3 =======================================================================================
 
 def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
-    from ..lm.run import DEFAULTS, SMOKE, binomial_se, table_rows
+    from ..experiments import run_summaries, summarize
+    from ..lm.run import DEFAULTS, SMOKE, binomial_se
     from ..lm.views import claims, group_runs, rules_view, staleness_view
     from ..stats import confidence_band, welch_test
     if model is None and llm_missing():
         raise ReportError(llm_missing())
     c = RUNG3_SMOKE if smoke else RUNG3
     seeds = seeds or c["seeds"]
-    summaries, note = lora_runs(runs, c["stalenesses"], seeds, steps, smoke=smoke, progress=progress,
-                                on_policy=True, model=model)
+    results, note = lora_runs(runs, c["stalenesses"], seeds, steps, smoke=smoke, progress=progress,
+                              on_policy=True, model=model)
+    summaries = run_summaries(results)
     eval_size = (SMOKE if smoke else DEFAULTS)["eval_size"]
     groups = group_runs(summaries)
     focus = max(c["stalenesses"])
@@ -191,7 +194,7 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
             ("staleness", staleness_view(summaries, "clip-higher")[0],
              "Clip-higher on-policy and at every staleness: accuracy, entropy, gradient norm, batch reward.")]
     rows = []
-    for r in table_rows(summaries):
+    for r in summarize(results):
         ss = groups[r["staleness"], r["rule"]]
         acc = [s["final_accuracy"] for s in ss if s.get("final_accuracy") is not None]
         mean, lo, hi = confidence_band(acc) if acc else (math.nan, math.nan, math.nan)
@@ -201,7 +204,8 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
         base = groups.get((r["staleness"], "symmetric"))
         p = (welch_test(acc, [s["final_accuracy"] for s in base])[1]
              if base and r["rule"] != "symmetric" and len(acc) > 1 and len(base) > 1 else None)
-        rows.append([str(r["staleness"]), r["rule"], str(r["seeds"]), num_cell(r["baseline"], 2), final, p_cell(p),
+        rows.append([str(r["staleness"]), r["rule"], str(r["seeds"]), num_cell(r["start_accuracy"], 2), final,
+                     p_cell(p),
                      num_cell(r["best_accuracy"], 2), f"{num_cell(r['entropy_first'])} → {num_cell(r['entropy_last'])}",
                      num_cell(r["rho"], 2), num_cell(r["c_low"], 2), num_cell(r["c_high"], 2),
                      num_cell(r["clip_frac_low"]), num_cell(r["clip_frac_high"]), num_cell(r["seconds"], 0)])
@@ -215,8 +219,7 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
     ks = " ".join(map(str, c["stalenesses"]))
     flags = (" --smoke" if smoke else "") + (f" --steps {steps}" if steps else "") + f" --seeds {seeds}"
     return dict(config="task add (2-digit, 3-shot plain prompt); " + note, seeds=seeds,
-                source=f"toy_rl.lm.run.compare_rules under {Path(runs) / 'lora'} (finished runs read back, missing "
-                       "ones run)",
+                source=f"toy_rl.experiments.sweep under {Path(runs)} (finished runs read back, missing ones run)",
                 runner=f"toy-rl lora --rule all --staleness {ks}{flags}  and  toy-rl lora --rule clip-higher "
                        f"--staleness 0{flags}",
                 figures=figs, table=table, verdicts=claims(summaries, eval_size),
