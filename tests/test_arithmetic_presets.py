@@ -151,3 +151,12 @@ def test_tiny_pilot_returns_every_key(tmp_path, monkeypatch):
     assert (tmp_path / "runs" / "tiny" / "lag-8" / "bapo" / "seed1" / "metrics.jsonl").exists()
     again = pilot(tiny, steps=3, seeds=(0, 1), out=tmp_path / "runs")          # finished runs are read back
     assert again["warmstart_cached"] and again["records"]["bapo"][1][-1] == p["records"]["bapo"][1][-1]
+
+
+def test_default_preset_pilot_lands_in_its_regime(tmp_path):
+    """The real pilot on the default preset (its cached warm start is trained on first use, ~2.5 min on two
+    cores): negatives dominate, BAPO's bounds move in most updates, with a wide upper bound."""
+    from toy_rl.arithmetic.pilot import DEFAULT_PRESET, pilot
+    p = pilot(DEFAULT_PRESET, steps=20, seeds=(0,), out=tmp_path)
+    assert p["regime"] == "negatives-dominate"
+    assert p["search_moved_frac"] >= 0.5 and p["c_high_mean"] >= 1.5
