@@ -1,5 +1,7 @@
-"""toy_rl.arithmetic.views: the plots and sliders of notebooks 04-05 return figures, their numbers move with the
-sliders, and they are the library's numbers (compare/load_results/curve, policy_loss, BAPO, the rollout pool)."""
+"""toy_rl.arithmetic.views and what they draw (toy_rl.arithmetic.measures, .demos, .sweep), and rung 2's verdicts
+(toy_rl.arithmetic.verdicts): the plots and sliders of notebooks 04-05 return figures, their numbers move with the
+sliders, and they are the library's numbers (compare/load_results/curve, policy_loss, BAPO, the rollout pool); the
+verdicts follow paired tests on synthetic runs built to make each claim hold or fail."""
 import math
 from dataclasses import dataclass
 
@@ -9,13 +11,16 @@ import torch
 from matplotlib.figure import Figure
 
 from toy_rl.arithmetic import RULES, compare, curve, load_results
-from toy_rl.arithmetic.views import (TABULAR_SIGN, StoredBatch, answer_versions, budget_callback, claim_verdicts,
-                                     clip_callback, clip_view, demo_summary, entropy_check_view, finished,
-                                     length_view, load_or_compare, on_policy_check, partial_curves, partial_demo,
-                                     rule_bands, rule_tests, rules_callback, scenario_bands, scenario_names,
-                                     seed_stats, stale_batch, stats_table, version_map, warmstart_view)
+from toy_rl.arithmetic.demos import StoredBatch, answer_versions, demo_summary, partial_demo, stale_batch
+from toy_rl.arithmetic.measures import TABULAR_SIGN, on_policy_check, rule_tests, seed_stats, stats_table
+from toy_rl.arithmetic.sweep import finished, load_or_compare, scenario_names
+from toy_rl.arithmetic.verdicts import claim_checks, claim_verdicts
+from toy_rl.arithmetic.views import (budget_callback, clip_callback, clip_view, entropy_check_view, length_view,
+                                     partial_curves, rule_bands, rules_callback, scenario_bands, version_map,
+                                     warmstart_view)
 from toy_rl.clipping import BAPO, policy_loss
-from toy_rl.bandit.views import fixed_bounds
+from toy_rl.plotting import fixed_bounds
+from toy_rl.stats import paired_test
 from toy_rl.arithmetic.model.gpt import ModelConfig
 from toy_rl.rl.entropy_check import QUADRANTS
 from toy_rl.stats import welch_test
@@ -57,20 +62,22 @@ def shown(monkeypatch):
 # --- synthetic runs: records as the loop writes them ------------------------------------------------
 
 def fake_run(final_acc, reward, entropy, grad, neg=0.4, pos=0.4, rho=0.5, c_low=0.8, c_high=1.2, len_c=3.0,
-             len_w=3.0, acc0=0.5, skip=(), groups=16, search=None):
-    """Records of one run: one per step (no update at steps in ``skip``), accuracy at 0 and a final record."""
+             len_w=3.0, acc0=0.5, skip=(), groups=16, search=None, rho_after=None):
+    """Records of one run: one per step (no update at steps in ``skip``), accuracy at 0 and a final record.
+    ``rho`` is ρ before BAPO's search, ``rho_after`` after it (default: the same)."""
     recs = []
     for t, (r, h, g) in enumerate(zip(reward, entropy, grad)):
         rec = {"step": t, "rule": "x", "staleness": 0, "seconds": 0.1}
         if t == 0:
             rec["accuracy"] = acc0
         if t not in skip:
-            rec.update(reward_mean=r, entropy=h, grad_norm=g, neg_adv_frac=neg, pos_adv_frac=pos, rho=rho,
-                       rho_before=rho, c_low=c_low, c_high=c_high, clip_frac_low=0.01, clip_frac_high=0.02,
+            rec.update(reward_mean=r, entropy=h, grad_norm=g, neg_adv_frac=neg, pos_adv_frac=pos,
+                       rho=rho if rho_after is None else rho_after, rho_before=rho, c_low=c_low, c_high=c_high, clip_frac_low=0.01, clip_frac_high=0.02,
                        clip_frac=0.03, len_correct=len_c, len_wrong=len_w, staleness_mean=1.0, staleness_max=2.0,
                        mixed_versions=0.0, groups=groups, ratio_max=1.0, ratio_min=1.0, approx_kl=0.0)
             if search is not None:                      # BAPO's extra fields
-                rec.update(rho_reached=1.0, rho_target=0.4, search_steps=search)
+                rec.update(rho_reached=float((rho if rho_after is None else rho_after) >= 0.4), rho_target=0.4,
+                           search_steps=search)
         recs.append(rec)
     recs.append({"step": len(reward), "rule": "x", "staleness": 0, "final": True, "accuracy": final_acc})
     return recs
@@ -92,7 +99,8 @@ def test_seed_stats_reads_every_number_off_the_records():
     assert s["neg_mass_early"][0] == 1.0 and s["neg_mass_late"][1] == 0.0          # ρ 0.45 < 0.5; 0.5 is not
     assert s["len_wrong"][0] == 5.0 and s["longer_wrong"].tolist() == [1.0, 0.0]
     assert s["update_share"].tolist() == [1.0, 0.75]
-    assert math.isnan(s["rho_reached"][0])                                            # a fixed rule
+    assert math.isnan(s["rho_reached"][0]) and math.isnan(s["reached_when_needed"][0])  # a fixed rule
+    assert s["neg_count"].tolist() == [1.0, 0.0] and s["neg_mass"].tolist() == [1.0, 0.0]
 
 
 def synthetic_results(acc, n_seeds=3, steps=12):
@@ -110,34 +118,65 @@ def synthetic_results(acc, n_seeds=3, steps=12):
     return out
 
 
-def test_claim_verdicts_follow_the_numbers():
+def statuses(res, stale, **kw):
+    return {v.claim: v for v in claim_checks(res, stale, **kw)}
+
+
+def test_claims_supported_when_built_to_hold():
     good = synthetic_results({"on-policy": {r: 0.6 for r in RULES},
                               "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7, "bapo": 0.8},
                               "reuse-4": {"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.7}})
+    v = statuses(good, ["reuse-2", "reuse-4"])
+    assert v[1].status == "supported"                        # volatile, spiky, entropy lower at reuse-4
+    assert v[5].status == "supported" and "final accuracy, reuse-2: BAPO" in v[5].direction
+    assert "BAPO (ran as fixed [0.6, 1.2]) > clip-higher by +10 points" in v[5].direction   # ρ never below ρ0
     lines = claim_verdicts(good, ["reuse-2", "reuse-4"])
     assert len(lines) == 5 and [line.split(" ")[1] for line in lines] == ["1", "2", "3", "4", "5"]
-    assert "claim 1" in lines[0] and ": REPRODUCED" in lines[0]         # volatile, spiky, entropy lower
-    assert ": REPRODUCED" in lines[4] and "reuse-2: BAPO 0.810" in lines[4]
+    assert ": SUPPORTED — " in lines[4] and "regime balanced" in lines[4]
+
+
+def test_claims_contradicted_by_a_significant_opposite_result_and_the_c_low_half():
     bad = synthetic_results({"on-policy": {r: 0.6 for r in RULES},
                              "reuse-2": {"symmetric": 0.8, "clip-higher": 0.7, "bapo": 0.6}})
-    lines = claim_verdicts(bad, ["reuse-2"])
-    assert ": NOT REPRODUCED" in lines[4]
-    # BAPO sat at [0.6, 1.2] and did worse than symmetric: the c_low half of claim 3 is tested and holds
-    assert "c_low lowered to 0.6" in lines[2] and "reuse-2 yes" in lines[2].split("c_low lowered")[1]
+    v = statuses(bad, ["reuse-2"])
+    assert v[5].status == "contradicted" and v[5].n_against == 2
+    # BAPO kept [0.6, 1.2] and did worse than symmetric: the c_low half of claim 3 is tested, and counts for
+    t = [t for t in v[3].tests if t.a.startswith("BAPO")]
+    assert len(t) == 1 and t[0].outcome() == "for" and "c_low lowered to 0.6" in v[3].detail
+    assert v[3].status == "contradicted"                     # clip-higher significantly below symmetric
 
 
-def test_claim_4_is_not_tested_when_bapo_never_searched_and_claim_1_names_the_batch_size():
+def test_noise_is_inconclusive_and_one_seed_is_not_testable():
+    same = synthetic_results({"on-policy": {r: 0.6 for r in RULES}, "reuse-2": {r: 0.6 for r in RULES}})
+    for key in same:                                          # shuffle the seeds' spread: no consistent gap
+        if key[1] == "bapo":
+            same[key] = same[key][::-1]
+    assert statuses(same, ["reuse-2"])[5].status == "inconclusive"
+    one = synthetic_results({"on-policy": {r: 0.6 for r in RULES}, "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7,
+                                                                                 "bapo": 0.8}}, n_seeds=1)
+    v = statuses(one, ["reuse-2"])
+    assert v[5].status == "not testable: n = 1 < 2 seeds per comparison"
+
+
+def test_claim_4_is_not_testable_when_bapo_never_needed_the_search_and_claim_1_names_the_batch_size():
     res = synthetic_results({"on-policy": {"symmetric": 0.6}, "partial-8": {r: 0.6 for r in RULES}})
     res["partial-8", "bapo"] = [fake_run(0.6, [0.5] * 12, [1.0] * 12, [1.0] * 12, c_low=0.6, search=0, rho=0.5)] * 3
     res["partial-8", "symmetric"] = [fake_run(0.6 + 0.01 * k, [0.5] * 12, [1.0] * 12, [1.0] * 12, groups=3)
                                      for k in range(3)]
-    lines = claim_verdicts(res, ["partial-8"])
-    assert "NOT TESTED (BAPO NEVER SEARCHED)" in lines[3] and "moved the bounds in only 0% of them" in lines[3]
-    assert "trains on 3.0 groups per update against 16" in lines[0]
+    v = statuses(res, ["partial-8"])
+    assert v[4].status == "not testable: the search never had to move (ρ before it ≥ ρ0 in every update)"
+    assert v[4].regime.startswith("regime balanced: ρ before the search < ρ0 in 0%")
+    assert "trains on 3.0 groups per update against 16" in v[1].detail
     s = seed_stats(res["partial-8", "bapo"])
     assert s["searched"].tolist() == [0.0] * 3 and s["rho_before_min"][0] == 0.5
-    res["partial-8", "bapo"] = [fake_run(0.6, [0.5] * 12, [1.0] * 12, [1.0] * 12, search=2)] * 3
-    assert "NOT TESTED" not in claim_verdicts(res, ["partial-8"])[3]
+    # the old criterion ("ρ >= ρ0 after the search in > 90% of updates") held here by construction:
+    assert s["rho_reached"].tolist() == [1.0] * 3 and np.isnan(s["reached_when_needed"]).all()
+    # ρ below ρ0 and the search reaching it: claim 4's reach part is tested, and counts for
+    res["partial-8", "bapo"] = [fake_run(0.6, [0.5] * 12, [1.0] * 12, [1.0] * 12, search=2, rho=0.3, rho_after=0.42,
+                                         c_high=1.6) for _ in range(3)]
+    v = statuses(res, ["partial-8"])
+    assert not v[4].status.startswith("not testable") and v[4].tests[0].outcome() == "for"
+    assert v[4].tests[0].a == "BAPO" and v[4].regime.startswith("regime negatives-dominate")
 
 
 def test_accuracy_vs_groups_compares_at_equal_samples():
@@ -294,6 +333,8 @@ def test_partial_and_length_views_pool_the_rules():
     fig, rows = length_view(res, ["on-policy", "partial-8"])
     assert rows["on-policy"]["len_wrong"] - rows["on-policy"]["len_correct"] == 2 and rows["on-policy"]["longer_wrong"] == 1
     assert rows["partial-8"]["longer_wrong"] == 0
+    st = seed_stats(res["on-policy", "symmetric"])
+    assert rows["on-policy"]["p"] == paired_test(st["len_wrong"], st["len_correct"])["p"] == 0.0   # each seed: +2
 
 
 def test_warmstart_view_reads_the_cached_summary():
@@ -305,7 +346,7 @@ def test_warmstart_view_reads_the_cached_summary():
 
 
 def test_answers_table_scores_what_the_model_writes():
-    from toy_rl.arithmetic.views import answers_table
+    from toy_rl.arithmetic.demos import answers_table
     from toy_rl.arithmetic.model.evaluate import complete
     from toy_rl.arithmetic.tasks import get_task
     from toy_rl.arithmetic.warmstart import load_warmstart

@@ -132,10 +132,15 @@ class Regime:
         can matter (notebook 03: BAPO() beats the fixed bounds it starts from)."""
         if self.name != "balanced":
             return name
-        if math.isfinite(self.moved) and self.moved >= RAN_AS_FIXED:
+        if not self.ran_as_fixed:
             return f"{name} (balanced regime, searched in {self.moved:.0%} of updates)"
         lo, hi = self.start
         return f"{name} (ran as fixed [{lo:g}, {hi:g}])"
+
+    @property
+    def ran_as_fixed(self) -> bool:
+        """Balanced, and its bounds not known to have left the start in :data:`RAN_AS_FIXED` of the updates."""
+        return self.name == "balanced" and not (math.isfinite(self.moved) and self.moved >= RAN_AS_FIXED)
 
     def describe(self) -> str:
         if self.name == "unknown":

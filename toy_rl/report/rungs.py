@@ -138,7 +138,9 @@ def _rung1(smoke, seeds, steps, runs, progress, model) -> dict:
 
 def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
     from ..arithmetic import summary
-    from ..arithmetic.views import claim_verdicts, rule_bands, scenario_bands, scenario_names
+    from ..arithmetic.sweep import scenario_names
+    from ..arithmetic.verdicts import claim_verdicts
+    from ..arithmetic.views import rule_bands, scenario_bands
     ks = (0, 2) if smoke else (0, 2, 4, 8)
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
     results, source, note = arithmetic_runs(runs, "add", ks, seeds=seeds, steps=steps, smoke=smoke,
@@ -167,8 +169,9 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                 runner=(f"toy-rl arithmetic --task add --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds}"
                         + (f" --steps {steps}" if steps else "") + " --threads 1"),
                 figures=figs, table=table, verdicts=claim_verdicts(results, stale),
-                notes=["Verdicts: toy_rl.arithmetic.views.claim_verdicts, as notebook 04 prints them (a part counts "
-                       "only at p < 0.05)."])
+                notes=["Verdicts: toy_rl.arithmetic.verdicts.claim_verdicts, as notebook 04 prints them: every part "
+                       "of a claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts "
+                       "at p_holm < 0.05, for or against the claim); a verdict about BAPO states its regime."])
 
 
 # === rung 3 =======================================================================================
