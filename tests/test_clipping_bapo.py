@@ -1,8 +1,9 @@
-"""BAPO's bound search (arXiv 2510.18927, Algorithm 1) against plain Python loops.
+"""BAPO's bound search (arXiv 2510.18927, Algorithm 1) against the plain loop.
 
 The library lays out the whole path of candidate bounds and measures ρ at every
-point at once. Here the loops are written out the slow way, as the paper and the
-authors' code (recipe/bapo/policy_loss.py) run them, with ρ from plain masked sums.
+point at once (BAPO.search). BAPO.search_loop runs the loop the slow way, as the
+paper and the authors' code (recipe/bapo/policy_loss.py) do; both are checked
+here against ρ from reference masked sums written in this file.
 """
 import math
 
@@ -24,40 +25,11 @@ def ref_masses(r, a, m, lo, hi, count):
     return float((a * r)[p & (r <= hi)].sum()), float((-a * r)[n & (r >= lo)].sum())
 
 
-def ref_rho(r, a, m, lo, hi, count, balance):
+def ref_rho(r, a, m, lo, hi, count, balance, eps=0.0):
     pos, neg = ref_masses(r, a, m, lo, hi, count)
     if balance == "share":
-        return pos / (pos + neg) if pos + neg > 0 else 1.0
-    return pos / neg if neg > 0 else math.inf
-
-
-def paper_loop(rule, rho):
-    """Algorithm 1: c_low = a⁻, c_high = a⁺; while ρ < ρ0 and c_low + δ2 ≤ b⁻: raise c_high by δ1 if it fits, else c_low by δ2."""
-    (a_lo, b_lo), (a_hi, b_hi) = rule.low_range, rule.high_range
-    lo, hi, steps = a_lo, a_hi, 0
-    while rho(lo, hi) < rule.rho0 and lo + rule.low_step <= b_lo + 1e-9:
-        if hi + rule.high_step <= b_hi + 1e-9:
-            hi += rule.high_step
-        else:
-            lo += rule.low_step
-        steps += 1
-    return lo, hi, steps
-
-
-def authors_loop(rule, rho):
-    """The authors' code: c_low to its max first (min(cur + step, max)), then c_high."""
-    (a_lo, b_lo), (a_hi, b_hi) = rule.low_range, rule.high_range
-    lo, hi, steps = a_lo, a_hi, 0
-    cur = rho(lo, hi)
-    while cur < rule.rho0 and lo < b_lo:
-        lo = min(lo + rule.low_step, b_lo)
-        steps += 1
-        cur = rho(lo, hi)
-    while cur < rule.rho0 and hi < b_hi:
-        hi = min(hi + rule.high_step, b_hi)
-        steps += 1
-        cur = rho(lo, hi)
-    return lo, hi, steps
+        return pos / (pos + neg + eps) if pos + neg > 0 else 1.0
+    return pos / (neg + eps) if neg > 0 else math.inf
 
 
 def random_batch(g, n=64):
@@ -75,10 +47,6 @@ def random_batch(g, n=64):
 
 
 PAPER_ORDER = [
-    BAPO(),
-    BAPO(count="all"),
-    BAPO(balance="pos_neg", rho0=0.667),
-    BAPO(rho0=0.5),
     BAPO(rho0=0.45, low_range=(0.8, 0.9), high_range=(1.2, 2.0)),          # Llama run (App. A)
     BAPO(high_range=(1.2, 1.93), high_step=0.07, low_range=(0.61, 0.8), low_step=0.03),   # steps that do not divide
     BAPO(count="all", balance="pos_neg", rho0=1.0, low_range=(0.6, 0.8), high_range=(1.2, 2.0),
@@ -86,58 +54,62 @@ PAPER_ORDER = [
 ]
 AUTHORS_ORDER = [
     BAPO.authors_code(),
-    BAPO(order="lower_first"),
     BAPO(order="lower_first", count="all", balance="pos_neg", rho0=0.5, low_range=(0.8, 0.95),
          high_range=(1.2, 2.0), low_step=0.05, high_step=0.1),                # the authors' example script
     BAPO(order="lower_first", high_range=(1.2, 1.93), high_step=0.07, low_range=(0.61, 0.8), low_step=0.03),
 ]
+# every option: count grad/all × balance share/pos_neg × both orders, paper ranges
+OPTIONS = [BAPO(count=c, balance=b, order=o, rho0=0.4 if b == "share" else 0.667)
+           for o in ("upper_first", "lower_first") for c in ("grad", "all") for b in ("share", "pos_neg")]
+VARIANTS = OPTIONS + [BAPO(rho0=0.5), BAPO(eps=0.05)] + PAPER_ORDER + AUTHORS_ORDER
 
 
 def _rid(rule):
     default = BAPO()
     return "BAPO(" + ",".join(f"{k}={getattr(rule, k)}" for k in ("rho0", "low_range", "high_range", "low_step",
-                                                                  "high_step", "order", "count", "balance")
+                                                                  "high_step", "order", "count", "balance", "eps")
                               if getattr(rule, k) != getattr(default, k)) + ")"
 
 
-def _check_against_loop(rule, loop, n_batches=40, seed=0):
+def _check_against_loop(rule, n_batches=40, seed=0):
+    """The vectorised search against Algorithm 1 as a plain loop (BAPO.search_loop), batch by batch,
+    and both against reference masked sums: every point before the stop falls short of ρ0."""
     g = torch.Generator().manual_seed(seed)
     batches = [random_batch(g) for _ in range(n_batches)]
     r, a, m = (torch.stack(x) for x in zip(*batches))
     b = rule.bounds(r, a, m)                                  # all batches as independent runs
     s = rule.search(r, a, m)
-    steps_seen = []
+    path = rule.path()
+    stops = []
     for i, (ri, ai, mi) in enumerate(batches):
-        rho = lambda lo, hi: ref_rho(ri, ai, mi, lo, hi, rule.count, rule.balance)
-        lo, hi, steps = loop(rule, rho)
+        lo, hi, rho_loop = rule.search_loop(ri, ai, mi)
         assert float(b.c_low[i]) == pytest.approx(lo, abs=1e-9), i
         assert float(b.c_high[i]) == pytest.approx(hi, abs=1e-9), i
+        assert float(b.rho[i]) == pytest.approx(rho_loop, rel=1e-9)
         assert float(s["c_low"][i]) == float(b.c_low[i]) and float(s["c_high"][i]) == float(b.c_high[i])
-        assert int(s["stop"][i]) == steps
+        stop = int(s["stop"][i])
+        assert path[stop] == pytest.approx((lo, hi), abs=1e-9)
+        rho = lambda lo, hi: ref_rho(ri, ai, mi, lo, hi, rule.count, rule.balance, rule.eps)
+        assert all(rho(*p) < rule.rho0 for p in path[:stop])
+        assert stop == len(path) - 1 or rho(*path[stop]) >= rule.rho0
         assert float(b.rho[i]) == pytest.approx(rho(lo, hi), rel=1e-9)
-        assert float(b.extra["rho_before"][i]) == pytest.approx(rho(*rule.path()[0]), rel=1e-9)
+        assert float(b.extra["rho_before"][i]) == pytest.approx(rho(*path[0]), rel=1e-9)
         pos, neg = ref_masses(ri, ai, mi, lo, hi, rule.count)
         assert float(b.pos[i]) == pytest.approx(pos, rel=1e-9, abs=1e-12)
         assert float(b.neg[i]) == pytest.approx(neg, rel=1e-9, abs=1e-12)
-        steps_seen.append(steps)
-    return steps_seen
+        stops.append(stop)
+    return stops
 
 
-@pytest.mark.parametrize("rule", PAPER_ORDER, ids=_rid)
-def test_search_matches_algorithm1_loop(rule):
-    steps = _check_against_loop(rule, paper_loop)
-    assert len(set(steps)) > 1                     # the batches stop at different places
-
-
-@pytest.mark.parametrize("rule", AUTHORS_ORDER, ids=_rid)
-def test_search_matches_authors_loop(rule):
-    steps = _check_against_loop(rule, authors_loop, seed=1)
-    assert len(set(steps)) > 1
+@pytest.mark.parametrize("rule", VARIANTS, ids=_rid)
+def test_search_matches_the_plain_loop(rule):
+    stops = _check_against_loop(rule, seed=0 if rule.order == "upper_first" else 1)
+    assert len(set(stops)) > 1                     # the batches stop at different places
 
 
 def test_default_search_covers_every_phase():
     # The random batches reach every kind of stop: at once, in the upper phase, in the lower phase, capped.
-    steps = _check_against_loop(BAPO(), paper_loop, n_batches=80, seed=2)
+    steps = _check_against_loop(BAPO(), n_batches=80, seed=2)
     n_hi = 36                                      # (3.0 − 1.2)/0.05
     assert 0 in steps
     assert any(0 < k <= n_hi for k in steps)
@@ -149,7 +121,15 @@ def test_loop_never_runs_when_lower_range_is_too_short():
     # c_low + δ2 ≤ b⁻ fails at once: Algorithm 1 does not move either bound.
     rule = BAPO(low_range=(0.7, 0.71))
     assert rule.path() == [(0.7, 1.2)]
-    _check_against_loop(rule, paper_loop, n_batches=10)
+    _check_against_loop(rule, n_batches=10)
+
+
+def test_search_loop_takes_one_run():
+    g = torch.Generator().manual_seed(3)
+    r, a, m = random_batch(g)
+    assert BAPO().search_loop(r, a, m) == BAPO().search_loop(r[None], a[None], m[None])
+    with pytest.raises(ValueError, match=r"search_loop runs one update"):
+        BAPO().search_loop(torch.stack([r, r]), torch.stack([a, a]), torch.stack([m, m]))
 
 
 def test_path_endpoints():
@@ -160,7 +140,7 @@ def test_path_endpoints():
     assert p[:2] == [(0.6, 1.2), (0.65, 1.2)] and p[4] == (0.8, 1.2) and p[-1] == (0.8, 2.0)
 
 
-@pytest.mark.parametrize("rule", PAPER_ORDER + AUTHORS_ORDER, ids=_rid)
+@pytest.mark.parametrize("rule", VARIANTS, ids=_rid)
 def test_bounds_in_range_and_target_reached_unless_capped(rule):
     g = torch.Generator().manual_seed(5)
     r, a, m = (torch.stack(x) for x in zip(*[random_batch(g) for _ in range(60)]))

@@ -184,9 +184,10 @@ def test_bapo_authors_code_with_dual_clip():
     # start: 1.42/1.5 = 0.947 < 1; c_low → 0.8 (4 steps) only raises neg to 1.7;
     # c_high 1.25 … 1.45 → pos ≤ 1.67 < 1.7; c_high 1.5 → 1.72/1.7 ≥ 1 (6 steps). Total 10.
     # Loss at [0.8, 1.5] with dual-clip 3: 1.5, −0.8 (max(−0.8, −3)), −0.9, 0.22 → 0.02.
+    # ρ = pos/(neg + 1e-8), the authors' eps.
     loss, s, _ = _run(R3, A3, BAPO.authors_code(), dual_clip=3.0)
     assert loss == pytest.approx(-0.02 / 4, rel=1e-9)
-    _check(s, c_low=0.8, c_high=1.5, pos_mass=1.72, neg_mass=1.7, rho=1.72 / 1.7, rho_before=1.42 / 1.5,
+    _check(s, c_low=0.8, c_high=1.5, pos_mass=1.72, neg_mass=1.7, rho=1.72 / (1.7 + 1e-8), rho_before=1.42 / (1.5 + 1e-8),
            search_steps=10, clip_frac_high=0.25, clip_frac_low=0.25, dual_clip_frac=0.0)
 
 

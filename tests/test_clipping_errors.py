@@ -120,3 +120,18 @@ def test_runs_errors():
     mask[1] = 0
     with pytest.raises(ValueError, match=r"mask is all zero in at least one run"):
         policy_loss_runs(logp, old, adv, mask, BAPO())
+
+
+@pytest.mark.parametrize("runs", [False, True])
+def test_grad_requiring_old_logp_or_advantages_refused(runs):
+    # policy_loss(h, h, ...) used to give a normal loss and an exactly zero gradient: now a clear error.
+    logp, old, adv, mask = (x[None].clone() if runs else x for x in _good())
+    fn = policy_loss_runs if runs else policy_loss
+    h = logp.clone().requires_grad_(True)
+    with pytest.raises(ValueError, match=r"^old_logp requires grad; pass old_logp\.detach\(\)"):
+        fn(h, h, adv, mask, BAPO())
+    with pytest.raises(ValueError, match=r"^advantages require grad; pass advantages\.detach\(\)"):
+        fn(h, old, adv.clone().requires_grad_(True), mask, Symmetric())
+    loss, _ = fn(h, h.detach(), adv, mask, Symmetric())          # the fix the message names
+    loss.sum().backward()
+    assert h.grad.abs().sum() > 0

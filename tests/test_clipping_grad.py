@@ -167,8 +167,10 @@ def test_on_policy_every_rule_coincides(agg, dtype):
         w = [[mi / (sum(row) * len(seqs)) if sum(row) else 0.0 for mi in row] for row in m]
     exp_loss = -sum(ai * wi for ra, rw in zip(a, w) for ai, wi in zip(ra, rw))
     exp_grad = torch.tensor([[-ai * wi for ai, wi in zip(ra, rw)] for ra, rw in zip(a, w)], dtype=dtype)
-    pos = sum(ai * mi for ra, rm in zip(a, m) for ai, mi in zip(ra, rm) if ai > 0)
-    neg = sum(-ai * mi for ra, rm in zip(a, m) for ai, mi in zip(ra, rm) if ai < 0)
+    # the masses weigh tokens as the aggregation does: 1 each (token-mean), 1/len(sequence) (seq-mean)
+    tw = [[mi / (max(sum(row), 1.0) if agg != "token-mean" else 1.0) for mi in row] for row in m]
+    pos = sum(ai * wi for ra, rw in zip(a, tw) for ai, wi in zip(ra, rw) if ai > 0)
+    neg = sum(-ai * wi for ra, rw in zip(a, tw) for ai, wi in zip(ra, rw) if ai < 0)
     tol = dict(rel=1e-5) if dtype == torch.float32 else dict(rel=1e-12)
     for rule in ON_POLICY_RULES:
         logp = old.clone().requires_grad_(True)
@@ -179,6 +181,6 @@ def test_on_policy_every_rule_coincides(agg, dtype):
         for k in ("clip_frac", "clip_frac_low", "clip_frac_high", "dual_clip_frac", "approx_kl"):
             assert s[k] == 0, (rule, k)
         assert s["ratio_min"] == s["ratio_max"] == 1.0
-        # every token carries gradient on-policy, so both readings of the masses are the plain sums
+        # every token carries gradient on-policy, so both readings of the masses are the (weighted) sums
         assert s["pos_mass"] == pytest.approx(pos, **tol), rule
         assert s["neg_mass"] == pytest.approx(neg, **tol), rule

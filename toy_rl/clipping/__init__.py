@@ -2,10 +2,13 @@
 
     from toy_rl.clipping import Symmetric, ClipHigher, BAPO, policy_loss
     loss, stats = policy_loss(logp, old_logp, advantages, mask, BAPO())
+
+A rule is anything with a ``name`` and ``bounds(ratio, adv, mask)`` (:class:`ClippingRule`);
+:func:`clipped_mask` says which tokens lost their gradient to the clip.
 """
 from .bapo import BAPO
-from .loss import aggregate, policy_loss, policy_loss_runs, token_ratio
-from .rules import Bounds, ClipHigher, FixedBounds, Symmetric
+from .loss import aggregate, clipped_mask, policy_loss, policy_loss_runs, token_ratio, token_weights
+from .rules import Bounds, ClipHigher, ClippingRule, FixedBounds, Symmetric
 
 RULES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}
 
@@ -17,4 +20,5 @@ def make_rule(name: str):
     return RULES[name]()
 
 
-__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "policy_loss", "policy_loss_runs", "token_ratio", "aggregate", "make_rule", "RULES"]
+__all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "ClippingRule", "policy_loss", "policy_loss_runs",
+           "token_ratio", "token_weights", "aggregate", "clipped_mask", "make_rule", "RULES"]

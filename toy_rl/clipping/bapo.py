@@ -11,9 +11,9 @@ The bounds the loop visits do not depend on the data, only *where it stops*
 does. So :meth:`BAPO.search` lays out the whole path of candidate bounds,
 measures ρ at every point in one pass over the tokens (pos depends on c_high
 only, neg on c_low only; see :mod:`toy_rl.clipping.balance`) and stops at the
-first point with ρ ≥ ρ0, or at the end of the path. Same answer as the loop,
-but no host–device synchronisation per step (the authors' code calls
-``.item()`` at every step).
+first point with ρ ≥ ρ0, or at the end of the path. Same answer as the loop
+(:meth:`BAPO.search_loop`, the loop written out), but no host–device
+synchronisation per step (the authors' code calls ``.item()`` at every step).
 
 Defaults (paper §5.1): ρ0 = 0.4, [a⁻, b⁻] = [0.6, 0.9], [a⁺, b⁺] = [1.2, 3.0],
 δ1 = 0.05 (upper), δ2 = 0.02 (lower), upper bound first, ρ as a share.
@@ -25,7 +25,7 @@ the gradient, and only a ρ over gradient-carrying tokens rises when c_low
 rises. Under Eq. 8 as printed and the authors' code (``count="all"``) raising
 c_low can only *lower* ρ, so the lower-bound half of Algorithm 1 never helps
 and, whenever the upper half falls short, drives c_low to b⁻ regardless.
-``BAPO.authors_code()`` reproduces the authors' code (bapo_facts.md) instead.
+``BAPO.authors_code()`` reproduces the authors' code (docs/paper_vs_code.md) instead.
 """
 from __future__ import annotations
 
@@ -34,15 +34,22 @@ from dataclasses import dataclass
 
 import torch
 
-from .balance import BALANCES, COUNTS, balance_of, neg_mass_at, pos_mass_at
+from .balance import BALANCES, COUNTS, balance_of, mass_sums, neg_mass_at, pos_mass_at
 from .rules import Bounds
 
 ORDERS = ("upper_first", "lower_first")
+MAX_PATH_POINTS = 10_000     # the search measures ρ at every point: (runs, points) numbers per update
 
 
 def _steps(start: float, stop: float, step: float) -> int:
     """How many times `step` fits between start and stop (tolerant to 0.1 + 0.2 float noise)."""
     return int(math.floor((stop - start) / step + 1e-9))
+
+
+def _capped_steps(start: float, stop: float, step: float) -> int:
+    """How many times ``x = min(x + step, stop)`` runs from ``start`` until x reaches stop (the authors'
+    loop; the last step may be short). Exact in exact arithmetic; float accumulation may add one."""
+    return max(0, math.ceil((stop - start) / step - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class BAPO:
             c_low to its maximum first, then c_high; each step capped at the maximum).
         count: "grad" (default, see module docstring) or "all" (Eq. 8, authors' code).
         balance: "share" pos/(pos+neg) (paper) or "pos_neg" pos/neg (authors' code).
+        eps: added to the balance's denominator, pos/(neg + eps) (authors' code: 1e-8); 0 by default.
     """
     rho0: float = 0.4
     low_range: tuple = (0.6, 0.9)
@@ -67,6 +75,7 @@ class BAPO:
     order: str = "upper_first"
     count: str = "grad"
     balance: str = "share"
+    eps: float = 0.0
 
     name = "bapo"
 
@@ -80,6 +89,8 @@ class BAPO:
             raise ValueError(f"rho0 must lie in (0, 1) when balance='share' (it is a share of the loss); got {self.rho0!r}")
         if self.balance == "pos_neg" and not (self.rho0 > 0 and math.isfinite(self.rho0)):
             raise ValueError(f"rho0 must be a finite number > 0 when balance='pos_neg'; got {self.rho0!r}")
+        if not (isinstance(self.eps, (int, float)) and self.eps >= 0 and math.isfinite(self.eps)):
+            raise ValueError(f"eps must be a finite number >= 0 (authors' code: 1e-8); got {self.eps!r}")
         for arg in ("low_range", "high_range"):
             rng = getattr(self, arg)
             if not isinstance(rng, (tuple, list)) or len(rng) != 2 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in rng):
@@ -95,6 +106,11 @@ class BAPO:
             v = getattr(self, arg)
             if not (isinstance(v, (int, float)) and v > 0 and math.isfinite(v)):
                 raise ValueError(f"{arg} must be a number > 0; got {v!r}")
+        n = self.path_size()
+        if n > MAX_PATH_POINTS:
+            raise ValueError(f"the search path would have {n:,} points (low_range {self.low_range} in steps of "
+                             f"{self.low_step}, high_range {self.high_range} in steps of {self.high_step}); at most "
+                             f"{MAX_PATH_POINTS:,} are allowed: use larger steps or narrower ranges")
 
     @classmethod
     def paper(cls) -> "BAPO":
@@ -104,14 +120,28 @@ class BAPO:
     @classmethod
     def authors_code(cls) -> "BAPO":
         """The authors' verl recipe (shipped yaml): lower bound first, pos/neg target 1.0,
-        all tokens with clipped values, [0.6, 0.8] and [1.2, 2.0] in steps of 0.05.
+        all tokens with clipped values, [0.6, 0.8] and [1.2, 2.0] in steps of 0.05, pos/(neg + 1e-8).
         Their loss also uses dual-clip c = 3.0 and token-mean: pass
         ``dual_clip=3.0, agg="token-mean"`` to ``policy_loss`` for the full setting."""
         return cls(rho0=1.0, low_range=(0.6, 0.8), high_range=(1.2, 2.0), low_step=0.05,
-                   high_step=0.05, order="lower_first", count="all", balance="pos_neg")
+                   high_step=0.05, order="lower_first", count="all", balance="pos_neg", eps=1e-8)
+
+    def path_size(self) -> int:
+        """How many points :meth:`path` lays out, counted without building it (lower_first: float
+        accumulation may add one)."""
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
+        if self.order == "upper_first":
+            n_lo = _steps(a_lo, b_lo, self.low_step)
+            return 1 if n_lo == 0 else 1 + _steps(a_hi, b_hi, self.high_step) + n_lo
+        return 1 + _capped_steps(a_lo, b_lo, self.low_step) + _capped_steps(a_hi, b_hi, self.high_step)
 
     def path(self) -> list[tuple[float, float]]:
-        """Every (c_low, c_high) the search may visit, in order; it stops at the first with ρ ≥ ρ0."""
+        """Every (c_low, c_high) the search may visit, in order; it stops at the first with ρ ≥ ρ0.
+
+        upper_first (Algorithm 1): a⁺ + i·δ1, then a⁻ + j·δ2, rounded to 10 decimals (no drift
+        from adding steps). lower_first: the authors' ``min(cur + step, max)``, accumulated as their
+        loop does (floats like 1.5000000000000002 kept, not rounded).
+        """
         (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range
         pts = [(a_lo, a_hi)]
         if self.order == "upper_first":                       # Algorithm 1
@@ -122,19 +152,22 @@ class BAPO:
             pts += [(a_lo, a_hi + i * self.high_step) for i in range(1, n_hi + 1)]
             top = pts[-1][1]
             pts += [(a_lo + j * self.low_step, top) for j in range(1, n_lo + 1)]
-        else:                                                 # authors' code: min(cur + step, max)
-            lo = a_lo
-            while lo < b_lo:
-                lo = min(lo + self.low_step, b_lo)
-                pts.append((lo, a_hi))
-            hi = a_hi
-            while hi < b_hi:
-                hi = min(hi + self.high_step, b_hi)
-                pts.append((lo, hi))
-        return [(round(lo, 10), round(hi, 10)) for lo, hi in pts]
+            return [(round(lo, 10), round(hi, 10)) for lo, hi in pts]
+        lo = a_lo                                             # authors' code: min(cur + step, max)
+        while lo < b_lo:
+            lo = min(lo + self.low_step, b_lo)
+            pts.append((lo, a_hi))
+        hi = a_hi
+        while hi < b_hi:
+            hi = min(hi + self.high_step, b_hi)
+            pts.append((lo, hi))
+        return pts
 
-    def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> dict:
+    def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> dict:
         """Run Algorithm 1 for each run (row) of (runs, tokens) inputs, vectorised.
+
+        ``weights``: per-token weights of the masses (default: the mask); policy_loss passes the
+        aggregation's (:func:`toy_rl.clipping.loss.token_weights`), so ρ is the share of the loss optimised.
 
         Returns tensors on the batch's device: ``path_low``, ``path_high`` (P,)
         — every point the loop may visit; ``rho_path`` (runs, P) — ρ at each;
@@ -145,12 +178,14 @@ class BAPO:
         lows = sorted({lo for lo, _ in pts})
         highs = sorted({hi for _, hi in pts})
         like = dict(dtype=ratio.dtype, device=ratio.device)
-        lo_idx = torch.tensor([lows.index(lo) for lo, _ in pts], device=ratio.device)
-        hi_idx = torch.tensor([highs.index(hi) for _, hi in pts], device=ratio.device)
+        lo_at, hi_at = {lo: i for i, lo in enumerate(lows)}, {hi: i for i, hi in enumerate(highs)}
+        lo_idx = torch.tensor([lo_at[lo] for lo, _ in pts], device=ratio.device)
+        hi_idx = torch.tensor([hi_at[hi] for _, hi in pts], device=ratio.device)
         path_low, path_high = torch.tensor(lows, **like)[lo_idx], torch.tensor(highs, **like)[hi_idx]
-        pos_path = pos_mass_at(ratio, adv, mask, torch.tensor(highs, **like), self.count)[:, hi_idx]
-        neg_path = neg_mass_at(ratio, adv, mask, torch.tensor(lows, **like), self.count)[:, lo_idx]
-        rho_path = balance_of(pos_path, neg_path, self.balance)
+        w = mask if weights is None else weights
+        pos_path = pos_mass_at(ratio, adv, w, torch.tensor(highs, **like), self.count)[:, hi_idx]
+        neg_path = neg_mass_at(ratio, adv, w, torch.tensor(lows, **like), self.count)[:, lo_idx]
+        rho_path = balance_of(pos_path, neg_path, self.balance, self.eps)
         ok = rho_path >= self.rho0                                   # (runs, P)
         first_ok = torch.argmax(ok.to(torch.int32), dim=1)           # first True (0 if none)
         stop = torch.where(ok.any(1), first_ok, torch.full_like(first_ok, len(pts) - 1))
@@ -158,9 +193,43 @@ class BAPO:
         return dict(path_low=path_low, path_high=path_high, rho_path=rho_path, stop=stop,
                     c_low=path_low[stop], c_high=path_high[stop], pos=pick(pos_path), neg=pick(neg_path))
 
-    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
-        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
-        s = self.search(ratio, adv, mask)
+    def search_loop(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                    weights=None) -> tuple[float, float, float]:
+        """Algorithm 1 as a plain loop, for one update: 1-D or (1, tokens) inputs. Returns (c_low, c_high, ρ).
+
+        A pass over the tokens per step, ρ from plain masked sums (:func:`~toy_rl.clipping.balance.mass_sums`,
+        tokens weighted by ``weights`` as in :meth:`search`): slow, but it reads like the paper.
+        :meth:`search` gives the same bounds for many runs at once (up to float drift: here the
+        steps are added one by one, as the paper and the authors' code do).
+        """
+        if ratio.dim() > 1 and ratio.shape[0] != 1:
+            raise ValueError(f"search_loop runs one update: 1-D or (1, tokens) inputs; got {tuple(ratio.shape)} "
+                             "(search()/bounds() take several runs)")
+        w = mask if weights is None else weights
+
+        def rho(c_low, c_high):
+            return float(balance_of(*mass_sums(ratio, adv, w, c_low, c_high, self.count), self.balance, self.eps))
+
+        (a_lo, b_lo), (a_hi, b_hi) = self.low_range, self.high_range     # [a⁻, b⁻], [a⁺, b⁺]
+        d1, d2 = self.high_step, self.low_step                           # δ1 (upper), δ2 (lower)
+        tol = 1e-9                                                       # float noise: 0.6 + 15 × 0.02 ≈ 0.9
+        c_low, c_high = a_lo, a_hi                                       # c_low ← a⁻; c_high ← a⁺
+        if self.order == "upper_first":                                  # Algorithm 1:
+            while rho(c_low, c_high) < self.rho0 and c_low + d2 <= b_lo + tol:  # while ρ < ρ0 and c_low + δ2 ≤ b⁻
+                if c_high + d1 <= b_hi + tol:                            #   if c_high + δ1 ≤ b⁺:
+                    c_high += d1                                         #     c_high ← c_high + δ1
+                else:
+                    c_low += d2                                          #   else: c_low ← c_low + δ2
+        else:                                                            # authors' code: c_low first, capped
+            while rho(c_low, c_high) < self.rho0 and c_low < b_lo:
+                c_low = min(c_low + d2, b_lo)
+            while rho(c_low, c_high) < self.rho0 and c_high < b_hi:
+                c_high = min(c_high + d1, b_hi)
+        return c_low, c_high, rho(c_low, c_high)
+
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> Bounds:
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` and ``weights`` (see :meth:`search`) are (runs, tokens)."""
+        s = self.search(ratio, adv, mask, weights)
         rho = s["rho_path"].gather(1, s["stop"][:, None])[:, 0]
         extra = dict(rho_before=s["rho_path"][:, 0], search_steps=s["stop"].to(ratio.dtype),
                      rho_target=torch.full_like(rho, self.rho0), rho_reached=(rho >= self.rho0).to(ratio.dtype))

@@ -22,6 +22,15 @@ def check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip, runs: bo
     """
     for name, x in (("logp", logp), ("old_logp", old_logp), ("advantages", advantages), ("mask", mask)):
         _need_tensor(name, x)
+    # The surrogate's gradient is A·∇r with r = π_θ/π_behaviour: only logp is differentiated. A
+    # grad-requiring old_logp (e.g. policy_loss(h, h, ...)) makes r ≡ 1 in autograd's eyes and the
+    # gradient silently wrong (exactly 0 for old_logp = logp); grad-requiring advantages leak into it.
+    if old_logp.requires_grad:
+        raise ValueError("old_logp requires grad; pass old_logp.detach() — the behaviour policy's log-probs are "
+                         "constants (the ratio r = π_θ/π_behaviour is differentiated through logp only)")
+    if advantages.requires_grad:
+        raise ValueError("advantages require grad; pass advantages.detach() — advantages are constants of the "
+                         "update (the surrogate's gradient is A·∇r)")
     layout = "(runs, batch, tokens)" if runs else "(batch, tokens)"
     if logp.dim() != (3 if runs else 2):
         hint = "" if runs else " (for several independent runs at once use policy_loss_runs)"

@@ -1,4 +1,4 @@
-"""The clipped policy-gradient loss shared by every rung (bapo_facts.md, "Objective").
+"""The clipped policy-gradient loss shared by every rung (docs/paper_vs_code.md, "Objective").
 
 Per token, with r = exp(clamp(logp − old_logp, ±20)) and bounds from the rule:
 
@@ -9,11 +9,14 @@ Per token, with r = exp(clamp(logp − old_logp, ±20)) and bounds from the rule
 
 Clip fractions are sign-aware, as TRL counts them: ``clip_frac_low`` is the
 share of tokens with r < c_low and A < 0, ``clip_frac_high`` those with
-r > c_high and A > 0 — exactly the tokens that lose their gradient.
+r > c_high and A > 0 — exactly the tokens that lose their gradient
+(:func:`clipped_mask`).
 (verl's ``pg_clipfrac_lower`` means the dual-clip instead: here that is
 ``dual_clip_frac``. CleanRL's ``clipfrac`` ignores the sign.)
 """
 from __future__ import annotations
+
+import inspect
 
 import torch
 
@@ -30,6 +33,20 @@ def clamped_log_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tenso
 def token_ratio(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
     """r = π_θ / π_behaviour per token, from log-probs (log-ratio clamped to ±20)."""
     return torch.exp(clamped_log_ratio(logp, old_logp))
+
+
+def clipped_mask(ratio: torch.Tensor, adv: torch.Tensor, c_low, c_high) -> torch.Tensor:
+    """Which tokens lost their gradient to clipping (BAPO Eq. 3): r < c_low with A < 0, or r > c_high with A > 0.
+
+    There min(r·A, clip(r, c_low, c_high)·A) takes the clipped, constant branch. A token exactly at a
+    bound keeps its gradient (torch.clamp passes it). ``c_low``/``c_high`` are numbers or tensors that
+    broadcast against ``ratio``; pass None for a side to leave it out (e.g. the lower side alone).
+    Inside the mask, ``~clipped_mask(...)`` are the tokens that still carry gradient (BAPO's
+    count="grad"). Dual-clip (r > c with A < 0) is not included: see ``dual_clip_frac``.
+    """
+    low = (ratio < c_low) & (adv < 0) if c_low is not None else torch.zeros_like(ratio, dtype=torch.bool)
+    high = (ratio > c_high) & (adv > 0) if c_high is not None else torch.zeros_like(ratio, dtype=torch.bool)
+    return low | high
 
 
 def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tensor:
@@ -49,17 +66,34 @@ def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tenso
     return (values * mask).sum((1, 2)) / mask[0].numel()
 
 
+def token_weights(mask: torch.Tensor, agg: str) -> torch.Tensor:
+    """How much each token weighs in :func:`aggregate`, up to one factor per run (tokens on the last axis).
+
+    "token-mean" and "seq-mean-token-sum-norm" weigh every token the same: the mask itself.
+    "seq-mean-token-mean" weighs a token 1/len(its sequence). Measured with these weights, BAPO's
+    positive/negative masses (Eq. 8) and ρ are shares of the loss actually optimised.
+    """
+    if agg == "seq-mean-token-mean":
+        return mask / mask.sum(-1, keepdim=True).clamp(min=1)
+    return mask
+
+
 def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
                 rule, agg: str = "token-mean", dual_clip: float | None = None):
     """Clipped surrogate loss for one update, with the bounds chosen by ``rule``.
 
     Args:
         logp: (batch, tokens) log-probs of the sampled tokens under the policy being trained.
-        old_logp: (batch, tokens) log-probs recorded by the behaviour policy at sampling time.
-        advantages: (batch, tokens), or (batch,) / (batch, 1) per sequence (broadcast).
+        old_logp: (batch, tokens) log-probs recorded by the behaviour policy at sampling time
+            (constants: a tensor that requires grad is refused, pass ``old_logp.detach()``).
+        advantages: (batch, tokens), or (batch,) / (batch, 1) per sequence (broadcast); constants too.
         mask: (batch, tokens), 1 (or True) where a token is trained on.
-        rule: ``Symmetric()``, ``ClipHigher()`` or ``BAPO()`` (anything with ``.bounds``).
+        rule: ``Symmetric()``, ``ClipHigher()`` or ``BAPO()`` (any :class:`~toy_rl.clipping.rules.ClippingRule`).
         agg: "token-mean", "seq-mean-token-mean" or "seq-mean-token-sum-norm" (see :func:`aggregate`).
+            The rule measures the masses and ρ with the same token weights (:func:`token_weights`):
+            under "seq-mean-token-mean" a token weighs 1/len(its sequence), so ρ is the positive share
+            of the loss optimised and BAPO steers that. (Rules whose ``bounds`` takes no ``weights``
+            argument get the plain mask.)
         dual_clip: c > 1 to cap the loss of A < 0 tokens at c·|A| (None: off).
 
     Returns:
@@ -98,8 +132,10 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
 
     log_ratio = clamped_log_ratio(logp_, old)
     ratio = torch.exp(log_ratio)
+    w = token_weights(m, agg)
     with torch.no_grad():
-        b = rule.bounds(ratio.detach().reshape(runs, -1), adv.reshape(runs, -1), m.reshape(runs, -1))
+        b = _rule_bounds(rule, ratio.detach().reshape(runs, -1), adv.reshape(runs, -1), m.reshape(runs, -1),
+                         None if w is m else w.reshape(runs, -1))
 
     lo, hi = b.c_low[:, None, None], b.c_high[:, None, None]
     surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, lo, hi) * adv)
@@ -113,8 +149,15 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
     return loss, stats
 
 
+def _rule_bounds(rule, ratio, adv, mask, weights):
+    """``rule.bounds(ratio, adv, mask)``, passing ``weights=`` to rules whose bounds() takes them."""
+    if weights is not None and "weights" in inspect.signature(rule.bounds).parameters:
+        return rule.bounds(ratio, adv, mask, weights=weights)
+    return rule.bounds(ratio, adv, mask)
+
+
 def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:
-    """Diagnostics named as in DESIGN.md, one (runs,) tensor each."""
+    """Diagnostics, one (runs,) tensor each (documented in the README)."""
     n = m.sum((1, 2))
     frac = lambda cond: (cond.to(m.dtype) * m).sum((1, 2)) / n
     big = torch.finfo(ratio.dtype).max
@@ -122,8 +165,8 @@ def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:
         "c_low": b.c_low, "c_high": b.c_high,
         "rho": b.rho, "pos_mass": b.pos, "neg_mass": b.neg,
         "pos_neg_ratio": torch.where(b.neg > 0, b.pos / b.neg.clamp(min=1e-30), torch.full_like(b.neg, float("inf"))),
-        "clip_frac_low": frac((ratio < lo) & (adv < 0)),
-        "clip_frac_high": frac((ratio > hi) & (adv > 0)),
+        "clip_frac_low": frac(clipped_mask(ratio, adv, lo, None)),
+        "clip_frac_high": frac(clipped_mask(ratio, adv, None, hi)),
         "dual_clip_frac": frac((ratio > dual_clip) & (adv < 0)) if dual_clip is not None else torch.zeros_like(n),
         "neg_adv_frac": frac(adv < 0),
         "pos_adv_frac": frac(adv > 0),

@@ -2,14 +2,14 @@
 
 Every rule hands :func:`toy_rl.clipping.policy_loss` a pair of *ratio bounds*
 [c_low, c_high] for the surrogate min(r·A, clip(r, c_low, c_high)·A)
-(bapo_facts.md, "Objective"). The user-facing names of the fixed rules are
+(BAPO Eq. 3; docs/paper_vs_code.md, "Objective"). The user-facing names of the fixed rules are
 epsilons, as in TRL (``epsilon``, ``epsilon_high``) and verl
 (``clip_ratio_low/high``): c_low = 1 − eps_low, c_high = 1 + eps_high.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 
@@ -38,17 +38,48 @@ def _check_epsilon(name: str, value: float, upper: float | None = None) -> None:
         raise ValueError(f"{name} must be a number {side} (bounds are 1 - eps_low < 1 < 1 + eps_high); got {value!r}")
 
 
-@dataclass(frozen=True)
-class FixedRule:
-    """Clip to the fixed ratio bounds [1 − eps_low, 1 + eps_high].
+@runtime_checkable
+class ClippingRule(Protocol):
+    """What :func:`toy_rl.clipping.policy_loss` needs of a rule: ``Symmetric()``, ``ClipHigher()``,
+    ``BAPO()``, ``FixedBounds(lo, hi)``, or your own.
+
+    ``name``: a short label. ``bounds(ratio, adv, mask)``: ``ratio``, ``adv``, ``mask`` are
+    (runs, tokens), one row per independent update; return each run's [c_low, c_high] with the
+    masses and ρ measured there, as :class:`Bounds`. A rule may also accept ``weights=`` (per-token
+    weights of the loss aggregation, see :func:`toy_rl.clipping.loss.token_weights`): policy_loss
+    passes them, when they differ from the mask, only to rules whose ``bounds`` has that argument.
+    """
+    name: str
+
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds: ...
+
+
+class _Fixed:
+    """Shared by the fixed rules: the bounds are the properties ``c_low``/``c_high``, whatever the batch.
 
     ρ is reported (not steered) over gradient-carrying tokens as a share,
-    the same reading as BAPO's default, so the three rules are comparable.
+    the same reading as BAPO's default, so the rules are comparable.
     """
+    count = "grad"
+    balance = "share"
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__.lower()
+
+    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> Bounds:
+        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens). The masses weigh tokens
+        by ``weights`` (default: the mask; see :func:`toy_rl.clipping.loss.token_weights`)."""
+        pos, neg = masses(ratio, adv, mask if weights is None else weights, self.c_low, self.c_high, self.count)
+        return Bounds(torch.full_like(pos, self.c_low), torch.full_like(pos, self.c_high),
+                      pos, neg, balance_of(pos, neg, self.balance), {})
+
+
+@dataclass(frozen=True)
+class FixedRule(_Fixed):
+    """Clip to the fixed ratio bounds [1 − eps_low, 1 + eps_high]."""
     eps_low: float = 0.2
     eps_high: float = 0.2
-    count: str = field(default="grad", repr=False)
-    balance: str = field(default="share", repr=False)
 
     def __post_init__(self):
         _check_epsilon("eps_low", self.eps_low, upper=1.0)
@@ -61,16 +92,6 @@ class FixedRule:
     @property
     def c_high(self) -> float:
         return 1.0 + self.eps_high
-
-    @property
-    def name(self) -> str:
-        return type(self).__name__.lower()
-
-    def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> Bounds:
-        """Bounds for each run; ``ratio``, ``adv``, ``mask`` are (runs, tokens)."""
-        pos, neg = masses(ratio, adv, mask, self.c_low, self.c_high, self.count)
-        return Bounds(torch.full_like(pos, self.c_low), torch.full_like(pos, self.c_high),
-                      pos, neg, balance_of(pos, neg, self.balance), {})
 
 
 class Symmetric(FixedRule):
@@ -99,15 +120,21 @@ class ClipHigher(FixedRule):
 
 
 @dataclass(frozen=True)
-class FixedBounds(FixedRule):
+class FixedBounds(_Fixed):
     """Explicit ratio bounds [lo, hi] (0 < lo ≤ 1 ≤ hi), e.g. the bounds BAPO chose for a whole
     batch, reused for each of its micro-batches so that the search stays per update (Algorithm 1)."""
     lo: float = 0.8
     hi: float = 1.2
 
     def __post_init__(self):
-        if not (isinstance(self.lo, (int, float)) and isinstance(self.hi, (int, float)) and 0 < self.lo <= 1 <= self.hi):
-            raise ValueError(f"bounds must satisfy 0 < lo <= 1 <= hi; got lo={self.lo!r}, hi={self.hi!r}")
+        lo, hi = self.lo, self.hi
+        if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float))):
+            raise ValueError(f"lo and hi must be numbers; got lo={lo!r}, hi={hi!r}")
+        if lo > hi:
+            raise ValueError(f"lo {lo} > hi {hi}: the bounds are in the wrong order "
+                             "(bounds must satisfy 0 < lo <= 1 <= hi)")
+        if not 0 < lo <= 1 <= hi:
+            raise ValueError(f"bounds must satisfy 0 < lo <= 1 <= hi; got lo={lo!r}, hi={hi!r}")
 
     @property
     def c_low(self) -> float:

@@ -1,14 +1,20 @@
 """Metrics as JSON lines, written as they come, that survive an interrupted run.
 
-On resume from a checkpoint taken after update ``step``, lines logged for
-later updates are dropped (they will be logged again, identically, since the
-run restarts from the same state); everything before stays.
+On resume from a checkpoint taken after update ``step``, the log must hold updates 0..step, once each,
+in order: lines logged for later updates are dropped (the run died after logging them but before its
+next checkpoint; they will be logged again, identically, since the run restarts from the same state),
+and a torn last line (a write cut short) is dropped with a warning. Anything else (a gap, a duplicate, a
+damaged line in the middle, no log at all) is a ValueError naming the file: resuming would report a
+run with missing or doubled updates.
 """
 from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
+
+from .run_folder import write_text
 
 
 def _clean(value):
@@ -20,22 +26,82 @@ def _clean(value):
 
 class Logbook:
     def __init__(self, path: Path, resume_after: int | None = None):
+        """A fresh log at ``path``, or with ``resume_after`` the log of updates 0..resume_after kept
+        (checked by :func:`lines_to_resume`, rewritten atomically) and later ones dropped."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume_after is None:
-            self.path.write_text("")
-        elif self.path.exists():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", -1) <= resume_after]
-            self.path.write_text("".join(line + "\n" for line in kept))
+            write_text(self.path, "")
+        else:
+            kept = lines_to_resume(self.path, resume_after + 1)
+            write_text(self.path, "".join(line + "\n" for line in kept))
 
     def write(self, record: dict) -> None:
         with self.path.open("a") as f:
             f.write(json.dumps({k: _clean(v) for k, v in record.items()}) + "\n")
+            f.flush()
 
     def read(self) -> list[dict]:
         return read_jsonl(self.path)
 
 
+def _parse(path: Path, lines: list[str], repair_last: bool) -> list[tuple[str, dict]]:
+    """(line, record) pairs; a torn last line is dropped (with a warning) if ``repair_last``."""
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as e:
+            if repair_last and i == len(lines) - 1:
+                warnings.warn(f"{path}: dropped a torn last line (a write cut short): {line[:60]!r}", stacklevel=3)
+                break
+            raise ValueError(f"{path}, line {i + 1} is damaged ({e}); the log cannot be trusted: "
+                             "delete the run folder, or start the run over (resume=False)") from None
+        out.append((line, record))
+    return out
+
+
+def lines_to_resume(path, start: int) -> list[str]:
+    """The lines of ``path`` to keep when resuming at update ``start`` (a checkpoint after ``start`` updates).
+
+    They must be updates 0..start-1, once each and in order; lines for updates >= start (and the ``final``
+    record) may follow and are dropped, as is a torn last line. ValueError naming the file otherwise.
+    Reads only; writes nothing.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} is missing but the checkpoint beside it is after update {start}: the metrics "
+                         "of those updates are lost; start the run over (resume=False)")
+    records = _parse(path, path.read_text().split("\n"), repair_last=True)
+    kept, steps = [], []
+    for n, (line, r) in enumerate(records):
+        step = r.get("step")
+        if not isinstance(step, int):
+            raise ValueError(f"{path}: record {n + 1} has no integer 'step' ({line[:60]!r})")
+        if step >= start:                      # logged after the checkpoint: to be logged again
+            continue
+        if r.get("final") or len(kept) != n:
+            what = "a final record" if r.get("final") else f"update {step} after a later update"
+            raise ValueError(f"{path}: {what} before the checkpoint's update {start}; the log does not match "
+                             "the checkpoint: start the run over (resume=False)")
+        kept.append(line)
+        steps.append(step)
+    if steps != list(range(start)):
+        seen = set(steps)
+        dup = sorted({s for s in steps if steps.count(s) > 1})
+        gap = [s for s in range(start) if s not in seen]
+        problem = (f"updates {dup[:5]} logged twice" if dup else f"updates {gap[:5]}{'...' if len(gap) > 5 else ''} "
+                   "missing" if gap else f"updates out of order: {steps[:10]}")
+        raise ValueError(f"{path}: {problem}, but the checkpoint is after update {start}; resuming would report a "
+                         "run with gaps: start the run over (resume=False)")
+    return kept
+
+
 def read_jsonl(path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Every record of a JSON-lines file. ValueError naming the file and line if one is damaged."""
+    path = Path(path)
+    return [r for _, r in _parse(path, path.read_text().splitlines(), repair_last=False)]

@@ -11,65 +11,27 @@ The policy is anything with the small interface described in
 :mod:`toy_rl.rl.policy`. Metrics go to ``metrics.jsonl`` after every update;
 a checkpoint (weights, optimizer, random states, pending rollouts) every
 ``checkpoint_every`` updates lets an interrupted run resume where it stopped.
+The run folder is locked while a run writes to it, every file a resume reads is
+written atomically, and a resume checks the config, the checkpoint and the metrics
+before it changes anything (:mod:`toy_rl.rl.run_folder`, :func:`check_same_run`).
+:class:`~toy_rl.rl.config.RLConfig` lives in :mod:`toy_rl.rl.config` (imported here too).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 
-from ..advantages import ADVANTAGES
-from ..clipping import FixedBounds, make_rule, policy_loss
+from ..clipping import FixedBounds, policy_loss, token_ratio
+from .config import RLConfig, config_differences, rule_label
+from .diagnostics import balance_at_start
 from .logbook import Logbook
+from .run_folder import load_state, lock_run, save_state, write_text
+from .rollout import legacy_classes
 from .sources import BatchSource
-
-
-@dataclass
-class RLConfig:
-    """Everything that defines a run (saved beside its metrics; a resume must match it)."""
-    rule: str = "bapo"                 # "symmetric", "clip-higher" or "bapo"
-    staleness: int = 0                 # K: reuse a batch for K+1 updates, or sample K updates behind
-    mode: str = "reuse"                # "reuse" or "lag"
-    partial: int | None = None         # token budget per step (partial rollout); None = off
-    steps: int = 100                   # updates
-    prompts: int = 8                   # prompts per update
-    group_size: int = 8                # answers per prompt (G)
-    max_new_tokens: int = 16
-    lr: float = 1e-4
-    temperature: float = 1.0
-    agg: str = "token-mean"
-    dual_clip: float | None = None
-    advantage: str = "grpo"            # "grpo" or "drgrpo" (no std division)
-    max_grad_norm: float = 1.0
-    micro_batch: int | None = None     # answers per forward pass (gradient accumulation); None = all
-    eval_every: int = 10               # updates between held-out evaluations (0: never)
-    eval_size: int = 100
-    checkpoint_every: int = 10
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1; got {self.steps}")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be > 0; got {self.lr}")
-        if self.prompts < 1 or self.group_size < 2:
-            raise ValueError(f"need prompts >= 1 and group_size >= 2 (GRPO compares answers within a group); "
-                             f"got prompts={self.prompts}, group_size={self.group_size}")
-        if self.staleness < 0:
-            raise ValueError(f"staleness must be >= 0 (0 = on-policy); got {self.staleness}")
-        if self.partial is not None and self.partial < 1:
-            raise ValueError(f"partial (token budget per step) must be >= 1; got {self.partial}")
-        make_rule(self.rule)           # unknown rule -> ValueError
-        if self.micro_batch is not None and self.micro_batch < 1:
-            raise ValueError(f"micro_batch must be >= 1 or None; got {self.micro_batch}")
-        if self.advantage not in ADVANTAGES:
-            raise ValueError(f"advantage must be one of {ADVANTAGES}; got {self.advantage!r}")
-
 
 def make_optimizer(policy, lr: float) -> torch.optim.AdamW:
     """AdamW (no weight decay) over the policy's trainable parameters, with torch's fused kernel where it
@@ -93,7 +55,9 @@ def update(policy, optimizer, batch, rule, cfg: RLConfig) -> dict:
     """One clipped policy-gradient update on ``batch`` (the inner loop of BAPO Algorithm 1, lines 4-11):
     score the batch under the current policy, ``policy_loss`` with ``rule`` (BAPO searches its bounds
     here), backward (in ``cfg.micro_batch`` chunks if set), clip the gradient norm, step the optimizer.
-    Returns the loss statistics plus ``grad_norm`` and ``entropy`` (mean over answer tokens)."""
+    Returns the loss statistics plus ``grad_norm``, ``entropy`` (mean over answer tokens) and, whatever
+    the rule, :func:`~toy_rl.rl.diagnostics.balance_at_start` of the batch (λ and ρ at BAPO's start bounds:
+    the regime the update is in)."""
     return _update(policy, optimizer, batch, rule, cfg)[0]
 
 
@@ -115,7 +79,9 @@ def _update(policy, optimizer, batch, rule, cfg):
     policy.eval()
     stats["grad_norm"] = float(grad_norm)
     stats["entropy"] = float((entropy.detach() * mask).sum() / mask.sum())
-    return stats, logp.detach()
+    logp = logp.detach()
+    stats.update(balance_at_start(token_ratio(logp, batch.old_logp.to(logp.device)), batch.advantages, mask))
+    return stats, logp
 
 
 def _accumulate(policy, batch, rule, cfg):
@@ -165,32 +131,46 @@ def batch_metrics(batch, version: int) -> dict:
 def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: bool = True,
           heldout=None, on_update=None) -> list[dict]:
     """Run (or resume) RL; returns the metric records. Files in ``out_dir``:
-    ``config.json``, ``metrics.jsonl`` (one line per update), ``checkpoint.pt``.
+    ``config.json``, ``metrics.jsonl`` (one line per update), ``checkpoint.pt`` (and ``.lock``).
+
+    The folder is locked for the run's life (:func:`~toy_rl.rl.run_folder.lock_run`: a second process
+    gets RuntimeError). With ``resume``, a run already in the folder must have the same config, field by
+    field, except that a longer run may extend a shorter one; its checkpoint and metrics must agree
+    (:func:`_resume`). ``resume=False`` starts over. Ctrl-C leaves a run that resumes to the same records.
 
     ``on_update(record, batch, logp)``, if given, is called after every update with the step's
     metric record, the batch it trained on and the log-probs its loss saw (detached, before the step).
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with lock_run(out):
+        return _train(cfg, policy, task, out, resume, progress, heldout, on_update)
+
+
+def _train(cfg, policy, task, out: Path, resume, progress, heldout, on_update) -> list[dict]:
     torch.manual_seed(cfg.seed)
-    rule = make_rule(cfg.rule)
+    rule, label = cfg.rule_obj, rule_label(cfg.rule)
     source = BatchSource(policy, task, cfg.prompts, cfg.group_size, cfg.max_new_tokens, cfg.staleness,
                          cfg.mode, cfg.partial, cfg.temperature, cfg.advantage, cfg.seed)
     optimizer = make_optimizer(policy, cfg.lr)
     heldout = heldout if heldout is not None else task.heldout(cfg.eval_size)
-    ckpt_path, config_path = out / "checkpoint.pt", out / "config.json"
+    ckpt_path, config_path = out / CHECKPOINT, out / CONFIG
 
-    start = 0
-    if resume and ckpt_path.exists():
-        start = _load_checkpoint(ckpt_path, config_path, cfg, policy, optimizer, source)
-    config_path.write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
-    log = Logbook(out / "metrics.jsonl", resume_after=start - 1 if start else None)
+    start, state = _resume(out, cfg) if resume else (0, None)
+    if not resume:
+        ckpt_path.unlink(missing_ok=True)           # never resume into another run's checkpoint later
+    log = Logbook(out / METRICS, resume_after=start - 1 if start else None)   # checks the log against it
+    if state is not None:
+        policy.set_weights(state["weights"])
+        optimizer.load_state_dict(state["optimizer"])
+        source.load_state_dict(state["source"])
+        torch.set_rng_state(state["torch_rng"])
+    write_text(config_path, json.dumps(cfg.to_dict(), indent=1))
     policy.eval()
 
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress, desc=f"RL {cfg.rule}")
+    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress, desc=f"RL {label}")
     for step in bar:
         t0 = time.perf_counter()
-        record = {"step": step, "rule": cfg.rule, "staleness": cfg.staleness}
+        record = {"step": step, "rule": label, "staleness": cfg.staleness}
         if cfg.eval_every and step % cfg.eval_every == 0:
             record["accuracy"] = evaluate(policy, task, heldout, cfg.max_new_tokens)
         batch = source.next(step)
@@ -205,33 +185,74 @@ def train(cfg: RLConfig, policy, task, out_dir, resume: bool = True, progress: b
         bar.set_postfix({k: f"{record[k]:.3f}" for k in ("reward_mean", "entropy", "c_high") if k in record})
         if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
             _save_checkpoint(ckpt_path, step + 1, policy, optimizer, source)
-    final = {"step": cfg.steps, "rule": cfg.rule, "staleness": cfg.staleness, "final": True,
+    final = {"step": cfg.steps, "rule": label, "staleness": cfg.staleness, "final": True,
              "accuracy": evaluate(policy, task, heldout, cfg.max_new_tokens)}
     records = [r for r in log.read() if not r.get("final")]
     log.write(final)
     return records + [final]
 
 
+CONFIG, METRICS, CHECKPOINT = "config.json", "metrics.jsonl", "checkpoint.pt"
+CHECKPOINT_KEYS = ("step", "weights", "optimizer", "source", "torch_rng")
+
+
 def _save_checkpoint(path: Path, step: int, policy, optimizer, source) -> None:
-    state = {"step": step, "weights": policy.get_weights(), "optimizer": optimizer.state_dict(),
-             "source": source.state_dict(), "torch_rng": torch.get_rng_state()}
-    tmp = path.with_suffix(".tmp")
-    torch.save(state, tmp)
-    tmp.replace(path)                   # never a half-written checkpoint
+    """Weights, optimizer, random states and pending rollouts after ``step`` updates: tensors and plain
+    values only, written atomically (:func:`~toy_rl.rl.run_folder.save_state`)."""
+    save_state(path, {"step": step, "weights": policy.get_weights(), "optimizer": optimizer.state_dict(),
+                      "source": source.state_dict(), "torch_rng": torch.get_rng_state()})
 
 
-def _load_checkpoint(path: Path, config_path: Path, cfg, policy, optimizer, source) -> int:
-    saved = json.loads(config_path.read_text()) if config_path.exists() else None
-    now = dataclasses.asdict(cfg)
-    defaults = dataclasses.asdict(RLConfig())          # a field added since the run was saved has its default
-    diff = {k: (saved.get(k, defaults[k]), v) for k, v in now.items()
-            if k != "steps" and saved.get(k, defaults[k]) != v} if saved else {}
-    if diff:                            # a longer run (only `steps` changed) may resume
-        raise ValueError(f"{path.parent} holds a run with another config (saved vs now: {diff}); "
+def read_config(out_dir) -> dict | None:
+    """The config.json of the run in ``out_dir`` as a dict (None if there is none); ValueError if damaged."""
+    path = Path(out_dir) / CONFIG
+    if not path.is_file():
+        return None
+    try:
+        saved = json.loads(path.read_text())
+    except ValueError as e:
+        raise ValueError(f"{path} is damaged ({e}); delete the run folder, or start the run over (resume=False)") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path} does not hold a run config (a JSON object); start the run over (resume=False)")
+    return saved
+
+
+def check_same_run(out_dir, cfg: RLConfig) -> None:
+    """ValueError unless the run saved in ``out_dir`` (if any) may continue as ``cfg``: every field equal,
+    except that ``cfg.steps`` may be larger (a longer run extends a shorter one; never the reverse, which
+    would report the longer run's model as the shorter run's result)."""
+    saved = read_config(out_dir)
+    if saved is None:
+        return
+    diff = config_differences(saved, cfg)
+    if "steps" in diff and diff["steps"][0] > cfg.steps:
+        raise ValueError(f"{out_dir} holds a run of {diff['steps'][0]} updates; this config asks for {cfg.steps}: "
+                         "a shorter run cannot reuse it (its model has seen more updates); use another out_dir, "
+                         "or resume=False to start over")
+    diff.pop("steps", None)
+    if diff:
+        raise ValueError(f"{out_dir} holds a run with another config (saved vs now: {diff}); "
                          "use another out_dir or resume=False")
-    state = torch.load(path, weights_only=False)
-    policy.set_weights(state["weights"])
-    optimizer.load_state_dict(state["optimizer"])
-    source.load_state_dict(state["source"])
-    torch.set_rng_state(state["torch_rng"])
-    return state["step"]
+
+
+def _resume(out: Path, cfg) -> tuple[int, dict | None]:
+    """(updates already done in ``out``, the checkpoint's state), or (0, None) for a new run; nothing is
+    changed. ValueError if the saved config differs (:func:`check_same_run`) or the checkpoint is damaged,
+    unsafe (:func:`~toy_rl.rl.run_folder.load_state`) or without its config.json. The metrics are checked
+    against the returned step by :class:`~toy_rl.rl.logbook.Logbook` (``resume_after``)."""
+    ckpt_path = out / CHECKPOINT
+    check_same_run(out, cfg)
+    if not ckpt_path.exists():
+        return 0, None
+    if not (out / CONFIG).is_file():
+        raise ValueError(f"{ckpt_path} has no {CONFIG} beside it, so its config cannot be checked; "
+                         "start the run over (resume=False)")
+    state = load_state(ckpt_path, classes=legacy_classes())     # earlier toy_rl pickled pending rollouts
+    if not (isinstance(state, dict) and all(k in state for k in CHECKPOINT_KEYS)):
+        raise ValueError(f"{ckpt_path} is not an RL checkpoint (expected keys {CHECKPOINT_KEYS}); "
+                         "start the run over (resume=False)")
+    step = state["step"]
+    if not (isinstance(step, int) and 0 < step <= cfg.steps):
+        raise ValueError(f"{ckpt_path} is after update {step!r}, outside this run's 1..{cfg.steps}; "
+                         "start the run over (resume=False)")
+    return step, state

@@ -9,7 +9,8 @@ policy, so one answer can mix policy versions.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from types import SimpleNamespace
 from typing import NamedTuple
 
 import torch
@@ -111,3 +112,58 @@ def make_batch(groups: list[Group], reward_fn, decode, pad_id: int, advantage: s
     ids, attn = torch.tensor(ids, dtype=torch.long), torch.tensor(attn, dtype=torch.long)
     old_logp, version = torch.tensor(old_logp, dtype=torch.float32), torch.tensor(version, dtype=torch.long)
     return Batch(ids, attn, P, attn[:, P:].float(), old_logp, version, rewards.reshape(-1), adv, groups)
+
+
+# ------------------------------------------------------------------ pending groups as plain values (checkpoints)
+
+def _problem_classes() -> dict:
+    """The problem types a checkpoint may name: toy_rl's Problem and its (already imported) subclasses."""
+    from ..arithmetic.tasks.base import Problem
+    found, todo = {}, [Problem]
+    while todo:
+        cls = todo.pop()
+        found[f"{cls.__module__}.{cls.__qualname__}"] = cls
+        todo += cls.__subclasses__()
+    return found
+
+
+def problem_to_plain(problem) -> dict:
+    """A problem as ``{"class": ..., "fields": {...}}``; ValueError for a type a checkpoint cannot hold."""
+    cls = type(problem)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if cls is SimpleNamespace:
+        return {"class": "types.SimpleNamespace", "fields": dict(vars(problem))}
+    if name not in _problem_classes():
+        raise ValueError(f"cannot checkpoint a problem of type {name}: tasks must return "
+                         "toy_rl.arithmetic.tasks.base.Problem (or a dataclass subclass of it)")
+    return {"class": name, "fields": {f.name: getattr(problem, f.name) for f in fields(problem)}}
+
+
+def problem_from_plain(d: dict):
+    """Inverse of :func:`problem_to_plain`; only Problem types are built, never a class a file names freely."""
+    if d["class"] == "types.SimpleNamespace":
+        return SimpleNamespace(**d["fields"])
+    cls = _problem_classes().get(d["class"])
+    if cls is None:
+        raise ValueError(f"checkpoint holds a problem of unknown type {d['class']!r}")
+    return cls(**d["fields"])
+
+
+def group_to_plain(group: Group) -> dict:
+    return {"problem": problem_to_plain(group.problem),
+            "answers": [{"prompt_ids": list(a.prompt_ids), "tokens": list(a.tokens), "logp": list(a.logp),
+                         "version": list(a.version), "finished": bool(a.finished)} for a in group.answers]}
+
+
+def group_from_plain(d) -> Group:
+    """Inverse of :func:`group_to_plain` (a Group itself, from a checkpoint written before they were plain,
+    is returned as it is)."""
+    if isinstance(d, Group):
+        return d
+    return Group(problem_from_plain(d["problem"]), [Answer(**a) for a in d["answers"]])
+
+
+def legacy_classes() -> list:
+    """The data classes checkpoints held before they were plain values (Group, Answer, problems): safe to
+    allow when loading one (:func:`toy_rl.rl.run_folder.load_state` ``classes``), as building them runs no code."""
+    return [Group, Answer, *_problem_classes().values()]

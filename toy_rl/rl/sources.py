@@ -20,7 +20,7 @@ import random
 
 import torch
 
-from .rollout import RolloutPool, make_batch
+from .rollout import RolloutPool, group_from_plain, group_to_plain, make_batch
 
 MODES = ("reuse", "lag")
 
@@ -92,10 +92,16 @@ class BatchSource:
         return self._batch(done) if done else None
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate(), "generator": self.generator.get_state(), "queue": self.queue,
-                "snapshots": self.snapshots, "pool": self.pool.groups}
+        """Everything needed to continue identically, as tensors and plain values only (a checkpoint is
+        read with ``weights_only=True``): random states, pending rollouts, lag snapshots."""
+        return {"rng": self.rng.getstate(), "generator": self.generator.get_state(),
+                "queue": [[group_to_plain(g) for g in batch] for batch in self.queue],
+                "snapshots": self.snapshots, "pool": [group_to_plain(g) for g in self.pool.groups]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.rng.setstate(state["rng"])
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((version, tuple(internal), gauss))
         self.generator.set_state(state["generator"])
-        self.queue, self.snapshots, self.pool.groups = state["queue"], state["snapshots"], state["pool"]
+        self.queue = [[group_from_plain(g) for g in batch] for batch in state["queue"]]
+        self.snapshots = dict(state["snapshots"])
+        self.pool.groups = [group_from_plain(g) for g in state["pool"]]

@@ -2,29 +2,25 @@
 
 A checkpoint is one ``torch.save`` file holding a dict:
 ``{"config": ModelConfig as a dict, "state_dict": ..., "meta": {...}}``
-where ``meta`` is free-form (the warm start stores its task, step and accuracy).
+where ``meta`` is free-form plain values (the warm start stores its task, step and accuracy); the file
+is written atomically and read with ``weights_only=True`` (:mod:`toy_rl.rl.run_folder`).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, fields
 from pathlib import Path
 
-import torch
-
+from ...rl.run_folder import load_state, save_state
 from .device import resolve_device
 from .gpt import GPT, ModelConfig
 
 
 def save_checkpoint(model: GPT, path, meta: dict | None = None) -> Path:
-    """Write ``model`` (weights + config + meta) to ``path`` atomically (a temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    """Write ``model`` (weights + config + meta) to ``path`` atomically (a temp file, then rename);
+    ``meta`` must hold plain values only (ValueError otherwise), as :func:`read_checkpoint` loads with
+    ``weights_only=True``."""
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    torch.save({"config": asdict(model.config), "state_dict": state, "meta": meta or {}}, tmp)
-    os.replace(tmp, path)
-    return path
+    return save_state(path, {"config": asdict(model.config), "state_dict": state, "meta": meta or {}})
 
 
 def read_checkpoint(path) -> dict:
@@ -32,7 +28,7 @@ def read_checkpoint(path) -> dict:
     path = Path(path)
     if not path.exists():
         raise ValueError(f"no checkpoint at {path}")
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    ckpt = load_state(path)             # weights_only; a damaged file is a ValueError naming it
     if not isinstance(ckpt, dict) or "config" not in ckpt or "state_dict" not in ckpt:
         raise ValueError(f"{path} is not a toy_rl checkpoint (expected keys 'config' and 'state_dict')")
     return ckpt
