@@ -124,3 +124,51 @@ def test_verdict_line():
     nt = judge([Claim(1, "x", untestable="needs two stalenesses")])[0]
     assert verdict_line(nt) == "claim 1 (x): NOT TESTABLE: needs two stalenesses"
     assert PairedTest("m", "a", "b", ">").outcome() == "untested"
+
+
+# --- rung 3: the same rules on LoRA run summaries -------------------------------------------------------------
+
+def lm_run(rule, k, seed, acc, H_last=0.5, rho_before=0.5, c_high=None, steps=10):
+    """A run summary as toy_rl.lm.run.summarize writes it (numbers and [step, value] curves)."""
+    jitter = 0.01 * ((seed * 7 + k * 3 + len(rule)) % 5)
+    curve = lambda v: [[t, float(v)] for t in range(steps)]
+    c_high = c_high or {"symmetric": 1.2, "clip-higher": 1.28, "bapo": 1.2}[rule]
+    return dict(rule=rule, staleness=k, seed=seed, final_accuracy=acc + jitter, entropy_first=1.0,
+                entropy_last=H_last + jitter, grad_norm_max=1.0, accuracy_curve=[[0, 0.4], [steps, acc + jitter]],
+                curves=dict(reward_mean=[[t, 0.5 + 0.01 * (t % 2)] for t in range(steps)], grad_norm=curve(1.0),
+                            neg_adv_frac=curve(0.3), pos_adv_frac=curve(0.3), rho=curve(max(rho_before, 0.4)),
+                            rho_before=curve(rho_before), c_low=curve(0.6 if rule == "bapo" else 0.8),
+                            c_high=curve(c_high)))
+
+
+def lm_runs(acc, seeds=4, **bapo):
+    out = [lm_run("clip-higher", 0, s, 0.7) for s in range(seeds)]
+    for k in (2, 4):
+        for rule, a in acc.items():
+            out += [lm_run(rule, k, s, a, **(bapo if rule == "bapo" else {})) for s in range(seeds)]
+    return out
+
+
+def test_rung3_one_seed_is_not_testable_however_large_the_difference():
+    from toy_rl.lm.verdicts import claim_checks
+    v = {x.claim: x for x in claim_checks(lm_runs({"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.9}, seeds=1))}
+    assert v[5].status == "not testable: n = 1 < 2 seeds per comparison"
+    assert "(n = 1 < 2 seeds)" in v[5].direction                   # the old rules said "partly" on such gaps
+    assert v[3].status.startswith("not testable")
+
+
+def test_rung3_verdicts_follow_paired_tests_and_name_the_regime():
+    from toy_rl.lm.verdicts import claim_checks, claim_verdicts
+    from toy_rl.lm.views import claims
+    good = lm_runs({"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.8})
+    v = {x.claim: x for x in claim_checks(good)}
+    assert v[5].status == "supported" and "BAPO (ran as fixed [0.6, 1.2]) > clip-higher by +19.3 points" in v[5].direction
+    assert v[4].status == "not testable: the search never had to move (ρ before it ≥ ρ0 in every update)"
+    assert any(t.a.startswith("BAPO") and t.expect == "<" for t in v[3].tests)   # the c_low half, BAPO as fixed
+    bad = lm_runs({"symmetric": 0.8, "clip-higher": 0.7, "bapo": 0.5})
+    assert {x.claim: x for x in claim_checks(bad)}[5].status == "contradicted"
+    searched = lm_runs({"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.8}, rho_before=0.3, c_high=1.5)
+    v = {x.claim: x for x in claim_checks(searched)}
+    assert v[4].tests[0].outcome() == "for" and v[5].tests[0].a == "BAPO"
+    assert v[4].regime.startswith("regime negatives-dominate")
+    assert claims(good) == claim_verdicts(good)                   # the old name in toy_rl.lm.views still works

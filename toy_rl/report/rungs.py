@@ -5,8 +5,9 @@
 The plots are the notebooks' (:mod:`toy_rl.bandit.views`, :mod:`toy_rl.arithmetic.views`,
 :mod:`toy_rl.lm.views`); the tables come from the runners' summaries (:func:`toy_rl.bandit.summary_table`,
 :func:`toy_rl.arithmetic.summary`, :func:`toy_rl.lm.run.table_rows`) with their 95% bands and Welch tests;
-the verdicts from the functions the notebooks print them with (:func:`toy_rl.bandit.verdicts.claim_verdicts`,
-:func:`toy_rl.arithmetic.views.claim_verdicts`, :func:`toy_rl.lm.views.claims`).
+the verdicts from the functions the notebooks print them with, one per rung on the API of :mod:`toy_rl.verdicts`
+(:func:`toy_rl.bandit.verdicts.claim_verdicts`, :func:`toy_rl.arithmetic.verdicts.claim_verdicts`,
+:func:`toy_rl.lm.verdicts.claim_verdicts`).
 """
 from __future__ import annotations
 
@@ -178,7 +179,9 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
 
 def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
     from ..lm.run import DEFAULTS, SMOKE, binomial_se, table_rows
-    from ..lm.views import claims, group_runs, rules_view, staleness_view
+    from ..lm.measures import group_runs
+    from ..lm.verdicts import claim_verdicts
+    from ..lm.views import rules_view, staleness_view
     from ..stats import confidence_band, welch_test
     if model is None and llm_missing():
         raise ReportError(llm_missing())
@@ -223,9 +226,11 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
                        "ones run)",
                 runner=f"toy-rl lora --rule all --staleness {ks}{flags}  and  toy-rl lora --rule clip-higher "
                        f"--staleness 0{flags}",
-                figures=figs, table=table, verdicts=claims(summaries, eval_size),
-                notes=["Verdicts: toy_rl.lm.views.claims, as notebook 06 prints them (accuracy differences judged "
-                       "against 2 standard errors of a difference on the held-out set)."])
+                figures=figs, table=table, verdicts=claim_verdicts(summaries, eval_size),
+                notes=["Verdicts: toy_rl.lm.verdicts.claim_verdicts, as notebook 06 prints them: every part of a "
+                       "claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts at "
+                       "p_holm < 0.05, for or against the claim; with one seed per rule nothing is testable); a "
+                       "verdict about BAPO states its regime."])
 
 
 BUILDERS = {1: _rung1, 2: _rung2, 3: _rung3}

@@ -13,7 +13,7 @@ import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure
 
-from ...clipping import BAPO, policy_loss, token_ratio
+from ...clipping import BAPO, clipped_mask, policy_loss, token_ratio
 from ...plotting import fixed_bounds
 from ...verdicts import RHO0
 from ..demos import StoredBatch, demo_summary, last_answers, partial_demo
@@ -41,10 +41,10 @@ def clip_view(stored: StoredBatch, c_low: float, c_high: float):
     _, st = policy_loss(stored.logp, stored.old_logp, stored.advantages, stored.mask, rule)
     _, bapo = policy_loss(stored.logp, stored.old_logp, stored.advantages, stored.mask, BAPO())
     m = stored.mask > 0
-    ratio = token_ratio(stored.logp, stored.old_logp)[m].numpy()
-    adv = stored.advantages[:, None].expand_as(stored.mask)[m].numpy()
+    r, a = token_ratio(stored.logp, stored.old_logp)[m], stored.advantages[:, None].expand_as(stored.mask)[m]
+    clipped = clipped_mask(r, a, c_low, c_high).numpy()
+    ratio, adv = r.numpy(), a.numpy()
     p_old = stored.old_logp.exp()[m].numpy()
-    clipped = ((ratio < c_low) & (adv < 0)) | ((ratio > c_high) & (adv > 0))
 
     fig = Figure(figsize=(15, 3.8), layout="constrained")
     a, b, c = fig.subplots(1, 3)
