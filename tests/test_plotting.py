@@ -65,3 +65,23 @@ def test_mean_ignoring_nan():
     assert mean_ignoring_nan(np.array([[1.0, np.nan], [3.0, 5.0]])) == 3.0
     assert math.isnan(mean_ignoring_nan([])) and math.isnan(mean_ignoring_nan([None, np.nan]))
     assert mean_ignoring_nan([1.0, math.inf]) == math.inf
+
+
+VIEW_MODULES = ("toy_rl.bandit.views.entropy_rule", "toy_rl.bandit.views.training", "toy_rl.bandit.views.balance",
+                "toy_rl.arithmetic.views.training", "toy_rl.arithmetic.views.batches", "toy_rl.lm.views.runs",
+                "toy_rl.lm.views.batch")
+COMPUTES = {("toy_rl.rl.loop", "update"), ("toy_rl.rl.loop", "train"), ("toy_rl.bandit.simulate", "simulate"),
+            ("toy_rl.stats", "welch_test"), ("toy_rl.stats", "paired_test"), ("toy_rl.stats", "holm")}
+
+
+@pytest.mark.parametrize("name", VIEW_MODULES)
+def test_views_only_draw(name):
+    """A views module trains nothing and tests nothing itself (the library's measures, demos and verdicts do), and
+    stays short."""
+    import importlib
+    import inspect
+    mod = importlib.import_module(name)
+    used = {(getattr(obj, "__module__", None), getattr(obj, "__name__", None)) for obj in vars(mod).values()
+            if callable(obj)}
+    assert not used & COMPUTES, f"{name} imports {used & COMPUTES}"
+    assert len(inspect.getsource(mod).splitlines()) < 400
