@@ -103,6 +103,18 @@ def test_seed_stats_reads_every_number_off_the_records():
     assert s["neg_count"].tolist() == [1.0, 0.0] and s["neg_mass"].tolist() == [1.0, 0.0]
 
 
+def test_updates_without_advantages_have_no_balance_to_count():
+    """All answers wrong (or all right): no advantage, ρ is a placeholder (1.0), and such updates are left out of
+    claim 2's loss-mass share and of BAPO's regime, instead of counting as "positives dominate"."""
+    empty = [fake_run(0.0, [0.0] * 6, [1.0] * 6, [1.0] * 6, neg=0.0, pos=0.0, rho=1.0, c_low=0.6, search=0)] * 2
+    s = seed_stats(empty)
+    assert np.isnan(s["neg_mass"]).all() and np.isnan(s["neg_count"]).all()
+    res = {("on-policy", "symmetric"): empty, **{("reuse-2", r): empty for r in RULES}}
+    v = statuses(res, ["reuse-2"])
+    assert [t.tested for t in v[2].tests] == [False, False, True]        # count, mass: nothing to count; length
+    assert v[2].status == "inconclusive" and v[4].regime.startswith("regime unknown")
+
+
 def synthetic_results(acc, n_seeds=3, steps=12):
     """{(scenario, rule): runs} with final accuracy acc[scenario][rule] + a small per-seed spread."""
     out = {}

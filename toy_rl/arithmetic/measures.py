@@ -60,7 +60,8 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
         rule; :func:`toy_rl.verdicts.reached_when_needed`); searched: share of BAPO's updates whose search moved
         the bounds at all (ρ started below ρ0); rho_before_min: the lowest ρ seen before any search;
     neg_count: share of updates with more negative- than positive-advantage tokens (updates with none left out);
-        neg_mass: the same for ρ < 0.5 (negatives carry most of the loss); *_early / *_late: the first ``early``
+        neg_mass: the same for ρ < 0.5 (negatives carry most of the loss; updates with no advantage at all, whose
+        ρ is a placeholder, left out); *_early / *_late: the first ``early``
         of training / after it;
     len_correct / len_wrong: mean answer length (tokens) of correct / failed answers; longer_wrong: share
         of updates whose failed answers were longer on average;
@@ -84,6 +85,7 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
         neg_count = np.array([r["neg_adv_frac"] > r["pos_adv_frac"] for r in updates], dtype=bool)
         rho_all = aligned(recs, "rho")
         has_rho = np.isfinite(rho_all)
+        has_mass = has_rho & ((aligned(recs, "neg_adv_frac") + aligned(recs, "pos_adv_frac")) > 0)
         is_bapo = bool(updates) and "rho_reached" in updates[0]
         rho_before = series(updates, "rho_before")
         target = updates[0].get("rho_target", RHO0) if is_bapo else RHO0
@@ -110,9 +112,9 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
             neg_count=_share(neg_count[informative]),
             neg_count_early=_share(neg_count[is_early & informative]),
             neg_count_late=_share(neg_count[~is_early & informative]),
-            neg_mass=_share(rho_all[has_rho] < 0.5),
-            neg_mass_early=_share(rho_all[is_early & has_rho] < 0.5),
-            neg_mass_late=_share(rho_all[~is_early & has_rho] < 0.5),
+            neg_mass=_share(rho_all[has_mass] < 0.5),
+            neg_mass_early=_share(rho_all[is_early & has_mass] < 0.5),
+            neg_mass_late=_share(rho_all[~is_early & has_mass] < 0.5),
             len_correct=mean(series(updates, "len_correct")), len_wrong=mean(series(updates, "len_wrong")),
             longer_wrong=_share(np.array([r["len_wrong"] > r["len_correct"] for r in both_len], dtype=bool)),
             staleness_mean=mean(series(updates, "staleness_mean")),

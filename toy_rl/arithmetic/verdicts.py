@@ -29,6 +29,10 @@ CLAIMS = {1: "more staleness: reward more volatile, gradient-norm spikes, entrop
 POINTS = dict(scale=100, unit=" points")        # accuracies are printed in points
 
 
+def _pct(x: float) -> str:
+    return "n/a" if not np.isfinite(x) else f"{x:.0%}"
+
+
 def compare(what: str, a: str, a_values, b: str, b_values, expect: str, **kw):
     """:func:`toy_rl.verdicts.paired` on the seeds both cells have (the first ones; see the module docstring)."""
     a_values, b_values = np.asarray(a_values, float), np.asarray(b_values, float)
@@ -39,8 +43,10 @@ def compare(what: str, a: str, a_values, b: str, b_values, expect: str, **kw):
 
 
 def bapo_regime(results: dict, scenarios):
-    """BAPO's regime over every update of its runs in ``scenarios`` (:func:`toy_rl.verdicts.regime_of`)."""
-    recs = [r for s in scenarios if (s, "bapo") in results for run in results[s, "bapo"] for r in updates_of(run)]
+    """BAPO's regime over the updates of its runs in ``scenarios`` that had advantages at all
+    (:func:`toy_rl.verdicts.regime_of`)."""
+    recs = [r for s in scenarios if (s, "bapo") in results for run in results[s, "bapo"] for r in updates_of(run)
+            if (r.get("neg_adv_frac") or 0) + (r.get("pos_adv_frac") or 0) > 0]     # no advantage: no ρ to speak of
     values = lambda k: [np.nan if r.get(k) is None else r[k] for r in recs]
     rho0 = next((r["rho_target"] for r in recs if r.get("rho_target") is not None), RHO0)
     return regime_of(values("rho_before"), values("c_low"), values("c_high"), rho0, BAPO_START)
@@ -88,11 +94,11 @@ def claim_checks(results: dict, stale: list[str], base: str = "on-policy", focus
                 sk["neg_mass"], "0.5", 0.5, ">"),
         compare(f"answer length (tokens), symmetric, {most}", "failed", sk["len_wrong"], "correct", sk["len_correct"],
                 ">")],
-        f"symmetric, starting from {m(sb['start_accuracy']):.0%} held-out accuracy; first quarter / the rest, by "
-        "count: " + ", ".join(f"{s} {m(S[s, 'symmetric']['neg_count_early']):.0%} / "
-                             f"{m(S[s, 'symmetric']['neg_count_late']):.0%}" for s in scen)
-        + "; by loss mass: " + ", ".join(f"{s} {m(S[s, 'symmetric']['neg_mass_early']):.0%} / "
-                                         f"{m(S[s, 'symmetric']['neg_mass_late']):.0%}" for s in scen))
+        f"symmetric, starting from {_pct(m(sb['start_accuracy']))} held-out accuracy; first quarter / the rest, "
+        "by count: " + ", ".join(f"{s} {_pct(m(S[s, 'symmetric']['neg_count_early']))} / "
+                                f"{_pct(m(S[s, 'symmetric']['neg_count_late']))}" for s in scen)
+        + "; by loss mass: " + ", ".join(f"{s} {_pct(m(S[s, 'symmetric']['neg_mass_early']))} / "
+                                         f"{_pct(m(S[s, 'symmetric']['neg_mass_late']))}" for s in scen))
 
     tests3 = [t for s in stale for t in (
         compare(f"final entropy, {s}", "clip-higher", S[s, "clip-higher"]["final_entropy"], "symmetric",

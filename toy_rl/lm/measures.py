@@ -77,12 +77,12 @@ def _aligned(summary: dict, *names):
 
 def dominance_shares(summary: dict) -> dict:
     """Over one run's updates: the share with more A < 0 than A > 0 tokens (updates with neither left out) and the
-    share where A < 0 tokens carry most of the gradient-carrying loss, ρ < 0.5: {"count": ..., "mass": ...}."""
-    neg, pos = _aligned(summary, "neg_adv_frac", "pos_adv_frac")
-    informative = (neg + pos) > 0
-    _, rho = curve_of(summary, "rho")
+    share where A < 0 tokens carry most of the gradient-carrying loss, ρ < 0.5 (same updates):
+    {"count": ..., "mass": ...}."""
+    neg, pos, rho = _aligned(summary, "neg_adv_frac", "pos_adv_frac", "rho")
+    informative = (neg + pos) > 0                   # an update with no advantage at all has no balance to speak of
     return {"count": float(np.mean(neg[informative] > pos[informative])) if informative.any() else math.nan,
-            "mass": float(np.mean(rho < 0.5)) if rho.size else math.nan}
+            "mass": float(np.mean(rho[informative] < 0.5)) if informative.any() else math.nan}
 
 
 def reached_share(summary: dict, rho0: float = RHO0) -> float:
@@ -92,10 +92,14 @@ def reached_share(summary: dict, rho0: float = RHO0) -> float:
     return float(reached_when_needed(before[None], after[None], rho0)[0]) if before.size else math.nan
 
 
-def updates_values(ss: list[dict], name: str) -> np.ndarray:
-    """One curve's values over every update of every run, concatenated (for :func:`toy_rl.verdicts.regime_of`)."""
-    parts = [curve_of(s, name)[1] for s in ss]
-    return np.concatenate(parts) if parts else np.array([])
+def bapo_updates(ss: list[dict]) -> dict:
+    """ρ before the search and the bounds over every update of these runs that had advantages at all, concatenated:
+    {"rho_before", "c_low", "c_high"} (for :func:`toy_rl.verdicts.regime_of`)."""
+    names = ("rho_before", "c_low", "c_high")
+    parts = [_aligned(s, "neg_adv_frac", "pos_adv_frac", *names) for s in ss]
+    keep = [(p[0] + p[1]) > 0 for p in parts]
+    return {n: np.concatenate([p[2 + i][k] for p, k in zip(parts, keep)]) if parts else np.array([])
+            for i, n in enumerate(names)}
 
 
 def clip_stats(batch: dict, rule) -> dict:

@@ -16,8 +16,8 @@ import math
 
 from ..plotting import RULE_NAMES
 from ..verdicts import BAPO_START, REACHED_SHARE, RHO0, Claim, Verdict, judge, paired, regime_of, verdict_line
-from .measures import (average, dominance_shares, entropy_drop, group_runs, reached_share, roughness, run_volatility,
-                       updates_values)
+from .measures import (average, bapo_updates, dominance_shares, entropy_drop, group_runs, reached_share, roughness,
+                       run_volatility)
 from .run import binomial_se
 
 CLAIMS = {1: "staleness → volatile reward, gradient spikes, entropy falls faster",
@@ -58,8 +58,8 @@ def claim_checks(runs: list[dict], eval_size: int = 100) -> list[Verdict]:
     noise = f"one accuracy on {eval_size} problems carries ±{binomial_se(0.5, eval_size):.3f} of binomial noise"
     bapo_runs = [s for k in stale for s in groups.get((k, "bapo"), [])]
     rho0 = RHO0
-    regime = regime_of(updates_values(bapo_runs, "rho_before"), updates_values(bapo_runs, "c_low"),
-                       updates_values(bapo_runs, "c_high"), rho0, BAPO_START)
+    u = bapo_updates(bapo_runs)
+    regime = regime_of(u["rho_before"], u["c_low"], u["c_high"], rho0, BAPO_START)
     B = regime.bapo()
 
     n_k = {r: sum((k, r) in groups for k in ks) for r in RULE_NAMES}
