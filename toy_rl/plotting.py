@@ -85,7 +85,8 @@ def format_rows(rows: dict, keys, digits: int = 3) -> str:
         cells = []
         for k in keys:
             v = row.get(k, math.nan)
-            cells.append((f"{v:.{digits}f}" if isinstance(v, (float, np.floating)) else str(v)).rjust(max(12, len(k) + 2)))
+            text = f"{v:.{digits}f}" if isinstance(v, (float, np.floating)) else str(v)
+            cells.append(text.rjust(max(12, len(k) + 2)))
         lines.append(str(name).ljust(width) + "".join(cells))
     return "\n".join(lines)
 

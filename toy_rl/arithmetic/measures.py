@@ -143,7 +143,8 @@ def stats_table(results: dict, keys, label=lambda s, r: f"{s:<10} {r}") -> dict:
 
 def rule_tests(results: dict, scenarios, metric: str = "final_accuracy") -> dict:
     """Per scenario: each rule's mean of a per-seed metric and Welch p for BAPO vs clip-higher,
-    clip-higher vs symmetric and BAPO vs symmetric (the notebooks' table; the verdicts pair seeds). {scenario: {...}}."""
+    clip-higher vs symmetric and BAPO vs symmetric (the notebooks' table; the verdicts pair seeds).
+    {scenario: {...}}."""
     out = {}
     for s in scenarios:
         v = {r: seed_stats(results[s, r])[metric] for r in RULES if (s, r) in results}

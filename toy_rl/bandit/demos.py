@@ -66,7 +66,8 @@ def same_instances(rules: dict, instances: int = 10_000, n_tokens: int = 16, see
             each = dict(exact_natural=p["exact_natural"][0].numpy(), exact_vanilla=p["exact_vanilla"][0].numpy(),
                         c_low=cg.c_low.numpy(), c_high=cg.c_high.numpy())
             if hasattr(rule, "search"):
-                each["rho_before"] = rule.search(cg.ratio, weighted_adv, torch.ones_like(cg.ratio))["rho_path"][:, 0].numpy()
+                path = rule.search(cg.ratio, weighted_adv, torch.ones_like(cg.ratio))["rho_path"]
+                each["rho_before"] = path[:, 0].numpy()
             row["per_instance"] = each
             out[name] = row
     return out

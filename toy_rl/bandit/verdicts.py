@@ -194,7 +194,8 @@ def one_step_checks(by_rule: dict, by_bounds: dict, base=(0.8, 1.2), wider_high=
     e4 = dict(scale=1e4, unit=" e-4 nats")
     c3 = Claim(3, ONE_STEP[3], [paired(f"exact one-step ΔH, {pg} PG", name(b), each(by_bounds[b], pg), name(base),
                                        each(by_bounds[base], pg), expect, **e4)
-                                for b, expect in ((wider_high, ">"), (lower_low, "<")) for pg in ("natural", "vanilla")],
+                                for b, expect in ((wider_high, ">"), (lower_low, "<"))
+                                for pg in ("natural", "vanilla")],
                "whether lower entropy hurts is a training question (notebook 03)", paired_by="instance")
     sym, bapo = by_rule["symmetric"], by_rule["bapo"]
     inst = bapo["per_instance"]
@@ -236,8 +237,8 @@ def ablation_checks(ablations: dict, trained: dict, bapo: str = "BAPO()", base=(
     regime = bapo_regime(runs)
     B = regime.bapo(bapo)
     reach, never = _reach_test(runs, B)
-    bounds = "; ".join(f"{n} averages c_low {np.mean([per_seed_summary(trained[k][n])['c_low'].mean() for k in ks]):.2f}"
-                       f", c_high {np.mean([per_seed_summary(trained[k][n])['c_high'].mean() for k in ks]):.2f}"
+    avg = lambda n, b: np.mean([per_seed_summary(trained[k][n])[b].mean() for k in ks])
+    bounds = "; ".join(f"{n} averages c_low {avg(n, 'c_low'):.2f}, c_high {avg(n, 'c_high'):.2f}"
                        for n in trained[ks[0]] if n in (bapo, "BAPO(rho0=0.6)"))
     c4 = Claim(4, ABLATION[4], reach + [
         paired(f"final entropy, staleness {k}", B, sb[k]["final_entropy"], name(base), s[k][base]["final_entropy"], ">")

@@ -102,8 +102,9 @@ def claim_checks(runs: list[dict], eval_size: int = 100) -> list[Verdict]:
             compare(f"final accuracy, staleness {k}", "clip-higher", groups[k, "clip-higher"], "symmetric",
                     groups[k, "symmetric"], ">", key("final_accuracy"), **POINTS))]
         if regime.ran_as_fixed:
-            tests += [compare(f"final accuracy, staleness {k}", B, groups[k, "bapo"], "symmetric", groups[k, "symmetric"],
-                              "<", key("final_accuracy"), **POINTS) for k in k3 if (k, "bapo") in groups]
+            tests += [compare(f"final accuracy, staleness {k}", B, groups[k, "bapo"], "symmetric",
+                              groups[k, "symmetric"], "<", key("final_accuracy"), **POINTS)
+                      for k in k3 if (k, "bapo") in groups]
         c3 = Claim(3, CLAIMS[3], tests,
                    ("lowering c_low: BAPO kept its starting bounds, i.e. symmetric with c_low lowered to 0.6"
                     if regime.ran_as_fixed else "lowering c_low is not isolated here") + f"; {noise}",
