@@ -4,7 +4,7 @@ What is timed, each on CPU (torch on ``--threads`` threads, 1 by default: the fa
 211k-parameter model on a small or busy CPU) and on CUDA when a GPU is present:
 
   * RL steps per second at the default settings (toy_rl.arithmetic.DEFAULTS: 16 prompts × 8 answers,
-    lr 3e-4), through the public runner ``run_one`` with evaluation off: on-policy and reuse-4 on "add",
+    lr 3e-4), through the public runner (``toy_rl.experiments.run``) with evaluation off: on-policy and reuse-4 on "add",
     on-policy and partial rollout (budget 8) on "scratchpad". The rate counts the loop's own per-step timer
     (rollout, reward, advantages, update, logging); the wall time adds loading the warm start;
   * one held-out evaluation (200 problems, greedy), as the runs do every 25 updates;
@@ -24,8 +24,10 @@ import time
 
 import torch
 
-from toy_rl.arithmetic import DEFAULTS, entropy_check, run_one, set_cpu_threads
-from toy_rl.arithmetic.views import stale_batch
+from toy_rl.arithmetic import DEFAULTS, entropy_check
+from toy_rl.experiments import make_spec, run
+from toy_rl.threads import set_threads
+from toy_rl.arithmetic.demos import stale_batch
 from toy_rl.arithmetic.model.evaluate import evaluate
 from toy_rl.arithmetic.tasks import get_task
 from toy_rl.arithmetic.warmstart import load_warmstart
@@ -39,8 +41,8 @@ def rl_rate(task: str, steps: int, device: str, **scenario) -> dict:
     """Steps per second of ``steps`` default RL updates (BAPO) from the cached warm start, evaluation off."""
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        recs = run_one(task, "bapo", seed=0, out=out, device=device, progress=False, steps=steps, eval_every=0,
-                       checkpoint_every=10 ** 6, **scenario)
+        recs = run(make_spec("arithmetic", task, rule="bapo", seed=0, out=out, device=device, progress=False,
+                             steps=steps, eval_every=0, checkpoint_every=10 ** 6, threads=None, **scenario))
         wall = time.perf_counter() - t0
     step_s = sum(r.get("seconds", 0.0) for r in recs if not r.get("final"))
     updates = sum(1 for r in recs if "grad_norm" in r)
@@ -67,7 +69,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     ap.add_argument("--device", nargs="+", default=["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
     args = ap.parse_args()
-    set_cpu_threads(args.threads)
+    set_threads(args.threads)
     for task in ("add", "scratchpad"):
         load_warmstart(task, progress=True)                       # trained once if not cached; not timed
 

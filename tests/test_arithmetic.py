@@ -1,11 +1,15 @@
-"""Rung 2 runner: runs from a (tiny) warm start, resumes, summarises, reads logs back; CLI errors."""
+"""Rung 2 through the one runner (toy_rl.experiments with the toy_rl.arithmetic.run backend): runs from a (tiny)
+warm start, resumes, summarises, reads logs back; CLI errors."""
 
 import pytest
 
-from toy_rl.arithmetic import compare, curve, format_summary, load_results, run_one, scenario_name, summary
-from toy_rl.cli import main
 from toy_rl.arithmetic.model.gpt import ModelConfig
-from toy_rl.arithmetic.warmstart import WarmstartConfig
+from toy_rl.arithmetic.policy import TinyPolicy
+from toy_rl.arithmetic.tasks import get_task
+from toy_rl.arithmetic.warmstart import WarmstartConfig, load_warmstart
+from toy_rl.cli import main
+from toy_rl.experiments import curve, format_table, grid, load, make_spec, run, run_dir, status, summarize, sweep
+from toy_rl.rl.loop import train
 
 TINY = WarmstartConfig(model=ModelConfig(n_layer=1, n_head=2, d_model=32, block_size=32), max_steps=20,
                        batch_size=16, warmup_steps=5, eval_every=10, eval_problems=16, heldout_problems=16)
@@ -18,31 +22,40 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
 
 
-def test_scenario_names():
-    assert scenario_name() == "on-policy"
-    assert scenario_name(4) == "reuse-4" and scenario_name(2, "lag") == "lag-2"
-    assert scenario_name(0, partial=8) == "partial-8"
+def test_a_run_is_the_loop_from_the_warm_start(tmp_path):
+    """The runner adds nothing to a run: the same records as the loop called by hand on the warm start."""
+    spec = make_spec("arithmetic", "add", rule="bapo", staleness=1, seed=2, out=tmp_path / "runs", **FAST)
+    assert spec.rl.max_new_tokens == get_task("add").max_answer_chars + 1 and spec.rl.lr == 3e-4
+    records = run(spec)
+    policy = TinyPolicy(load_warmstart(get_task("add"), TINY, progress=False))
+    by_hand = train(spec.rl, policy, get_task("add"), tmp_path / "by-hand", progress=False)
+    drop = lambda recs: [{k: v for k, v in r.items() if k not in ("seconds", "seed")} for r in recs]
+    assert drop(records) == drop(by_hand) and all(r["seed"] == 2 for r in records)
+    assert run_dir(spec) == tmp_path / "runs" / "arithmetic-add" / "reuse-1" / "bapo" / "seed2"
 
 
-def test_run_resumes_and_compare_summarises(tmp_path):
+def test_run_resumes_and_sweep_summarises(tmp_path):
     out = tmp_path / "runs"
-    first = run_one("add", "bapo", staleness=1, out=out, **FAST)
-    again = run_one("add", "bapo", staleness=1, out=out, **FAST)        # finished: resumes at the end
-    assert [r["step"] for r in again] == [r["step"] for r in first]
-    results = compare("add", ["symmetric", "bapo"], stalenesses=(1,), partial=2, seeds=range(2), out=out,
-                      **FAST)
-    assert set(results) == {("reuse-1", "symmetric"), ("reuse-1", "bapo"), ("partial-2", "symmetric"),
-                            ("partial-2", "bapo")}
+    spec = make_spec("arithmetic", "add", rule="bapo", staleness=1, out=out, **FAST)
+    first = run(spec)
+    assert status(spec) == "finished"
+    again = run(spec)                                                  # finished: read back, not rerun
+    assert again == first
+    results = sweep(grid("arithmetic", "add", ["symmetric", "bapo"], (1,), range(2), partial=2, out=out, **FAST))
+    assert list(results) == [("reuse-1", "symmetric"), ("reuse-1", "bapo"), ("partial-2", "symmetric"),
+                             ("partial-2", "bapo")]
     assert results["reuse-1", "bapo"][0] == first                       # same seed: reused, not rerun
-    loaded = load_results(out / "add")
-    assert {k: len(v) for k, v in loaded.items()} == {k: 2 for k in results}
-    rows = summary(loaded)
+    loaded = load(out / "arithmetic-add")
+    assert {k: len(v) for k, v in loaded.items()} == {k: 2 for k in results} and loaded == results
+    rows = summarize(loaded)
     assert {(r["scenario"], r["rule"]) for r in rows} == set(results)
     bapo = next(r for r in rows if r["rule"] == "bapo" and r["scenario"] == "reuse-1")
-    assert bapo["p_vs_symmetric"] is not None and 0.6 <= bapo["c_low"] <= 0.9
-    assert "reuse-1" in format_summary(rows)
+    assert bapo["pairs"] == 2 and bapo["p_vs_symmetric"] is not None and 0.6 <= bapo["c_low"] <= 0.9
+    assert "reuse-1" in format_table(rows)
     steps, table = curve(loaded["reuse-1", "bapo"], "accuracy")
     assert list(steps) == [0, 2, 4] and table.shape == (2, 3)
+    with pytest.raises(ValueError, match="another config"):             # same folder, other settings
+        run(spec.replace(lr=1e-3, resume=True, steps=6))
 
 
 def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
@@ -59,15 +72,15 @@ def test_cli_json_and_errors(tmp_path, capsys, monkeypatch):
 def test_cli_scenarios_and_batch_shape(monkeypatch, capsys):
     import toy_rl.commands.arithmetic as command
     calls = []
-    monkeypatch.setattr(command, "compare", lambda *a, **k: calls.append((a, k)) or {})
+    monkeypatch.setattr(command, "sweep", lambda specs: calls.append(specs) or {})
+    scenarios = lambda specs: list(dict.fromkeys((s.rl.staleness, s.rl.partial) for s in specs))
     assert main(["arithmetic", "--partial", "8", "--prompts", "4", "--group-size", "6"]) == 0
-    (task, rules, stalenesses, mode, partial, seeds, out), kw = calls[-1]
-    assert stalenesses == [] and partial == 8                  # --partial alone: only partial rollout
-    assert kw["prompts"] == 4 and kw["group_size"] == 6
+    assert scenarios(calls[-1]) == [(0, 8)]                      # --partial alone: only partial rollout
+    assert {(s.rl.prompts, s.rl.group_size, s.rung, s.task) for s in calls[-1]} == {(4, 6, "arithmetic", "add")}
     assert main(["arithmetic", "--staleness", "0", "2", "--partial", "8"]) == 0
-    assert calls[-1][0][2] == [0, 2] and calls[-1][0][4] == 8
+    assert scenarios(calls[-1]) == [(0, None), (2, None), (0, 8)]
     assert main(["arithmetic"]) == 0
-    assert calls[-1][0][2] == [0] and calls[-1][0][4] is None   # the default: on-policy
+    assert scenarios(calls[-1]) == [(0, None)] and len(calls[-1]) == 3 * 3   # the default: on-policy, 3 rules x 3 seeds
 
 
 def test_entropy_check_first_order_on_a_transformer():

@@ -1,7 +1,7 @@
 """toy_rl.arithmetic.views and what they draw (toy_rl.arithmetic.measures, .demos, .sweep), and rung 2's verdicts
 (toy_rl.arithmetic.verdicts): the plots and sliders of notebooks 04-05 return figures, their numbers move with the
-sliders, and they are the library's numbers (compare/load_results/curve, policy_loss, BAPO, the rollout pool); the
-verdicts follow paired tests on synthetic runs built to make each claim hold or fail."""
+sliders, and they are the library's numbers (toy_rl.experiments' sweep/load/curve, policy_loss, BAPO, the rollout
+pool); the verdicts follow paired tests on synthetic runs built to make each claim hold or fail."""
 import math
 from dataclasses import dataclass
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from toy_rl.arithmetic import RULES, compare, curve, load_results
+from toy_rl.arithmetic import RULES
 from toy_rl.arithmetic.demos import StoredBatch, answer_versions, demo_summary, partial_demo, stale_batch
 from toy_rl.arithmetic.measures import TABULAR_SIGN, on_policy_check, rule_tests, seed_stats, stats_table
 from toy_rl.arithmetic.sweep import finished, load_or_compare, scenario_names
@@ -18,6 +18,7 @@ from toy_rl.arithmetic.verdicts import claim_checks, claim_verdicts
 from toy_rl.arithmetic.views import (budget_callback, clip_callback, clip_view, entropy_check_view, length_view,
                                      partial_curves, rule_bands, rules_callback, scenario_bands, version_map,
                                      warmstart_view)
+from toy_rl.experiments import curve, grid, load, sweep
 from toy_rl.clipping import BAPO, policy_loss
 from toy_rl.plotting import fixed_bounds
 from toy_rl.stats import paired_test
@@ -62,9 +63,10 @@ def shown(monkeypatch):
 # --- synthetic runs: records as the loop writes them ------------------------------------------------
 
 def fake_run(final_acc, reward, entropy, grad, neg=0.4, pos=0.4, rho=0.5, c_low=0.8, c_high=1.2, len_c=3.0,
-             len_w=3.0, acc0=0.5, skip=(), groups=16, search=None, rho_after=None):
+             len_w=3.0, acc0=0.5, skip=(), groups=16, search=None, rho_after=None, seed=None):
     """Records of one run: one per step (no update at steps in ``skip``), accuracy at 0 and a final record.
-    ``rho`` is ρ before BAPO's search, ``rho_after`` after it (default: the same)."""
+    ``rho`` is ρ before BAPO's search, ``rho_after`` after it (default: the same); ``seed`` in every record, as
+    the runner writes it (None: no seed key, as in a log from before the runner)."""
     recs = []
     for t, (r, h, g) in enumerate(zip(reward, entropy, grad)):
         rec = {"step": t, "rule": "x", "staleness": 0, "seconds": 0.1}
@@ -80,6 +82,9 @@ def fake_run(final_acc, reward, entropy, grad, neg=0.4, pos=0.4, rho=0.5, c_low=
                            search_steps=search)
         recs.append(rec)
     recs.append({"step": len(reward), "rule": "x", "staleness": 0, "final": True, "accuracy": final_acc})
+    if seed is not None:
+        for rec in recs:
+            rec["seed"] = seed
     return recs
 
 
@@ -116,7 +121,8 @@ def test_updates_without_advantages_have_no_balance_to_count():
 
 
 def synthetic_results(acc, n_seeds=3, steps=12):
-    """{(scenario, rule): runs} with final accuracy acc[scenario][rule] + a small per-seed spread."""
+    """{(scenario, rule): runs of seeds 0..n_seeds-1} with final accuracy acc[scenario][rule] + a small per-seed
+    spread (seed k: + 0.01 k)."""
     out = {}
     for scenario, by_rule in acc.items():
         for rule, a in by_rule.items():
@@ -125,7 +131,8 @@ def synthetic_results(acc, n_seeds=3, steps=12):
                 fake_run(a + 0.01 * k, reward=list(0.5 + (0.2 if stale else 0.02) * np.sin(np.arange(steps) * (k + 2))),
                          entropy=list(np.linspace(1.0, 0.2 if stale else 0.6, steps) + 0.001 * k),
                          grad=[1.0] * (steps - 1) + [5.0 + k if stale else 1.0 + 0.1 * k],
-                         c_low=0.6 if rule == "bapo" else 0.8, c_high=1.28 if rule == "clip-higher" else 1.2)
+                         c_low=0.6 if rule == "bapo" else 0.8, c_high=1.28 if rule == "clip-higher" else 1.2,
+                         seed=k)
                 for k in range(n_seeds)]
     return out
 
@@ -162,12 +169,29 @@ def test_noise_is_inconclusive_and_one_seed_is_not_testable():
     same = synthetic_results({"on-policy": {r: 0.6 for r in RULES}, "reuse-2": {r: 0.6 for r in RULES}})
     for key in same:                                          # shuffle the seeds' spread: no consistent gap
         if key[1] == "bapo":
-            same[key] = same[key][::-1]
+            same[key] = [[{**rec, "seed": 2 - rec["seed"]} for rec in run] for run in same[key]]
     assert statuses(same, ["reuse-2"])[5].status == "inconclusive"
     one = synthetic_results({"on-policy": {r: 0.6 for r in RULES}, "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7,
                                                                                  "bapo": 0.8}}, n_seeds=1)
     v = statuses(one, ["reuse-2"])
     assert v[5].status == "not testable: n = 1 < 2 seeds per comparison"
+
+
+def test_runs_are_paired_by_their_seed_id_not_their_place_in_the_list():
+    res = synthetic_results({"on-policy": {r: 0.6 for r in RULES},
+                             "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7, "bapo": 0.8}})
+    base = statuses(res, ["reuse-2"])[5].tests
+    shuffled = {key: runs[::-1] if key[1] == "bapo" else runs for key, runs in res.items()}   # seeds 2, 1, 0
+    assert [(t.n, t.diff, t.p) for t in statuses(shuffled, ["reuse-2"])[5].tests] == [(t.n, t.diff, t.p) for t in base]
+    # BAPO's runs renamed seeds 1, 2, 3 (0.80, 0.81, 0.83) against clip-higher's seeds 0, 1, 2 (0.70, 0.71, 0.72):
+    # seeds 1 and 2 pair up, each +9 points (by position it would be +10 points)
+    res["reuse-2", "bapo"] = [[{**rec, "seed": rec["seed"] + 1} for rec in run] for run in res["reuse-2", "bapo"]]
+    res["reuse-2", "bapo"][-1] = fake_run(0.83, [0.5] * 12, [1.0] * 12, [1.0] * 12, c_low=0.6, seed=3)
+    t = statuses(res, ["reuse-2"])[5].tests[0]
+    assert t.a.startswith("BAPO") and t.b == "clip-higher" and t.n == 2
+    assert t.diff == pytest.approx(0.09) and t.lo == pytest.approx(0.09)
+    with pytest.raises(ValueError, match="distinct seeds"):
+        claim_checks({**res, ("reuse-2", "bapo"): [res["reuse-2", "bapo"][0]] * 2}, ["reuse-2"])
 
 
 def test_claim_4_is_not_testable_when_bapo_never_needed_the_search_and_claim_1_names_the_batch_size():
@@ -242,7 +266,7 @@ def test_load_or_compare_runs_once_then_loads(tmp_path):
                                     on_policy_rules=("symmetric",), **FAST)
     assert source.startswith("computed") and list(first) == [("on-policy", "symmetric"), ("reuse-1", "symmetric"),
                                                              ("reuse-1", "clip-higher"), ("reuse-1", "bapo")]
-    assert not (quick / "add" / "on-policy" / "bapo").exists()              # only the rules asked for on-policy
+    assert not (quick / "arithmetic-add" / "on-policy" / "bapo").exists()     # only the rules asked for on-policy
     again, source = load_or_compare(quick, "add", (0, 1), seeds=2, on_policy_rules=("symmetric",))
     assert source.startswith("loaded") and again == first
     with pytest.raises(FileNotFoundError):                                   # 3 seeds asked, 2 there
@@ -251,11 +275,11 @@ def test_load_or_compare_runs_once_then_loads(tmp_path):
 
 
 def test_on_policy_runs_coincide_and_unfinished_runs_are_left_out(tmp_path):
-    res = compare("add", RULES, (0,), seeds=range(2), out=tmp_path, **FAST)
+    res = sweep(grid("arithmetic", "add", RULES, (0,), seeds=range(2), out=tmp_path, **FAST))
     check = on_policy_check(res)
     assert check["ratio_dev"] < 1e-4 and check["clip_frac_max"] == 0.0
     assert check["entropy_gap"] == 0.0 and check["accuracy_gap"] == 0.0
-    loaded = load_results(tmp_path / "add")
+    loaded = load(tmp_path / "arithmetic-add")
     cut = [recs[:-1] for recs in loaded["on-policy", "bapo"]]               # as if still running
     assert finished(cut) == [] and finished(loaded["on-policy", "bapo"]) == loaded["on-policy", "bapo"]
 

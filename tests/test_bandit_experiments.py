@@ -1,4 +1,5 @@
-"""Sweeps, 95% bands and Welch tests over seeds, and the CLI commands `bandit` and `entropy-rule`."""
+"""Sweeps, 95% bands and Welch tests over seeds, rung 1 through the one runner (toy_rl.experiments), and the CLI
+commands `bandit` and `entropy-rule`."""
 import json
 import subprocess
 import sys
@@ -10,7 +11,10 @@ from scipy import stats
 from toy_rl.bandit import BanditConfig
 from toy_rl.bandit.experiments import (bounds_ablation, confidence_band, format_table, summary_table, sweep,
                                        welch_test)
+from toy_rl.bandit import experiments as bandit_experiments
+from toy_rl.bandit.experiments import as_results
 from toy_rl.cli import main
+from toy_rl.experiments import grid, load, make_spec, summarize, sweep as run_sweep
 
 TINY = BanditConfig(n_tokens=8, n_contexts=2, group_size=4, steps=25)
 
@@ -44,6 +48,55 @@ def test_sweep_and_summary_table():
     assert "bapo" in format_table(rows)
     with pytest.raises(ValueError, match="staleness"):
         sweep(TINY, stalenesses=(-1,), seeds=range(2))
+
+
+SMALL = dict(steps=25, n_tokens=8, prompts=2, group_size=4, progress=False)
+
+
+def test_rung1_through_the_runner_is_the_vectorised_sweep(tmp_path, monkeypatch):
+    calls = []
+    real = bandit_experiments.simulate
+    monkeypatch.setattr(bandit_experiments, "simulate", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    specs = grid("bandit", rules=("symmetric", "bapo"), stalenesses=(0, 2), seeds=range(3), out=tmp_path, **SMALL)
+    results = run_sweep(specs)
+    assert calls == [[0, 1, 2]] * 4                          # one simulate per cell, its seeds side by side
+    assert list(results) == [("on-policy", "symmetric"), ("on-policy", "bapo"), ("reuse-2", "symmetric"),
+                             ("reuse-2", "bapo")]
+    direct = sweep(TINY, stalenesses=(0, 2), rules=("symmetric", "bapo"), seeds=range(3))
+    for (k, rule), bandit_run in direct.items():
+        runs = results["on-policy" if k == 0 else f"reuse-{k}", rule]
+        assert [recs[-1]["seed"] for recs in runs] == [0, 1, 2] and all(recs[-1]["final"] for recs in runs)
+        np.testing.assert_allclose([recs[-1]["expected_reward"] for recs in runs], bandit_run.final("expected_reward"),
+                                   rtol=1e-6)
+        np.testing.assert_allclose([r["c_high"] for r in runs[1] if "c_high" in r], bandit_run.metrics["c_high"][1],
+                                   rtol=1e-6)
+    # one table for every rung: the same numbers as the bandit's own summary, with paired tests by seed
+    rows = {(r["scenario"], r["rule"]): r for r in summarize(results)}
+    old = {(r["staleness"], r["rule"]): r for r in summary_table(direct)}
+    assert rows["reuse-2", "bapo"]["final_expected_reward"] == pytest.approx(old[2, "bapo"]["final_reward"], rel=1e-6)
+    assert rows["on-policy", "bapo"]["diff_vs_symmetric"] == 0 and rows["on-policy", "bapo"]["p_vs_symmetric"] == 1
+    assert summarize(as_results(direct))[3]["final_expected_reward"] == pytest.approx(
+        rows["reuse-2", "bapo"]["final_expected_reward"], rel=1e-6)
+    # finished seeds are read back; a new seed runs alone and matches the same seed run among others
+    calls.clear()
+    assert run_sweep(specs) == results and calls == []
+    assert load(tmp_path / "bandit-rare-correct") == results
+    more = run_sweep(grid("bandit", rules=("bapo",), stalenesses=(2,), seeds=range(4), out=tmp_path, **SMALL))
+    assert calls == [[3]] and more["reuse-2", "bapo"][:3] == results["reuse-2", "bapo"]
+    together = run_sweep(grid("bandit", rules=("bapo",), stalenesses=(2,), seeds=[2, 3], out=tmp_path / "b", **SMALL))
+    assert together["reuse-2", "bapo"][1] == more["reuse-2", "bapo"][3]
+
+
+def test_rung1_specs_refuse_what_the_bandit_does_not_have(tmp_path):
+    with pytest.raises(ValueError, match="has no temperature"):
+        make_spec("bandit", temperature=0.5, out=tmp_path, **SMALL)
+    with pytest.raises(ValueError, match="unknown setting"):
+        make_spec("bandit", warmstart=None)
+    with pytest.raises(ValueError, match="unknown task"):
+        make_spec("bandit", "add")
+    with pytest.raises(ValueError, match="pg"):
+        make_spec("bandit", pg="adam", out=tmp_path, **SMALL)
+    assert not any(tmp_path.iterdir())
 
 
 def test_bounds_ablation():

@@ -88,3 +88,65 @@ def test_bad_rule_and_seeds():
         simulate(SMALL, "bapo", seeds=[])
     with pytest.raises(ValueError, match="seeds"):
         simulate(SMALL, "bapo", seeds=[-1])
+
+
+# --- multi-token answers (toy_rl/bandit/answers.py) -------------------------------------------------------
+
+def test_one_token_runs_are_unchanged_bit_for_bit():
+    """Values recorded on the code before multi-token answers existed (same seeds, same configs)."""
+    run = simulate(replace(SMALL, staleness=2), BAPO(), seeds=[0, 5])
+    m = run.metrics
+    assert m["expected_reward"][:, -1].tolist() == [0.6084525020095266, 0.4622341298839816]
+    assert m["entropy"][:, -1].tolist() == [1.1615687126783822, 1.487062357932114]
+    assert m["c_high"].sum(1).tolist() == [50.25000000000001, 49.900000000000006]
+    assert m["clip_frac_high"].sum(1).tolist() == [0.6666666666666666, 0.3333333333333333]
+    assert run.final_logits.sum((1, 2)).tolist() == [-9.800214249599154, -9.800214249599156]
+    lag = simulate(replace(SMALL, staleness=3, mode="lag", preset="bernoulli"), "clip-higher", seeds=[0, 5]).metrics
+    assert lag["expected_reward"][:, -1].tolist() == [0.2322590733003524, 0.21896824588633218]
+    assert lag["entropy"][:, -1].tolist() == [1.8224542096442902, 1.8030581479950327]
+    assert lag["clip_frac_high"].sum(1).tolist() == [0.25, 0.16666666666666666]
+
+
+@pytest.mark.parametrize("answer_len, length_ratio, lam", [(2, 2.0, 2.0), (2, 1.5, 1.5), (1, 4.0, 4.0), (3, 1.0, 1.0)])
+def test_on_policy_lambda_is_the_length_ratio_and_rho_is_one_over_one_plus_lambda(answer_len, length_ratio, lam):
+    cfg = replace(SMALL, answer_len=answer_len, length_ratio=length_ratio, staleness=0)
+    m = simulate(cfg, BAPO(), seeds=range(3)).metrics
+    mixed = np.isfinite(m["lambda_tokens"])
+    assert mixed.mean() > 0.3                                                  # enough updates with a mixed group
+    np.testing.assert_allclose(m["lambda_tokens"][mixed], lam, rtol=1e-12)
+    for key in ("rho_start_grad", "rho_start_all", "rho_before"):
+        np.testing.assert_allclose(m[key][mixed], 1 / (1 + lam), rtol=1e-12)
+    assert np.isnan(m["rho_start_grad"][~mixed]).all()
+
+
+def test_lambda_is_token_weighted_not_a_count_of_answers():
+    """Bernoulli rewards: many more wrong answers than right ones early, yet λ is the length ratio (|A|-weighted)."""
+    m = simulate(replace(SMALL, preset="bernoulli", answer_len=2, length_ratio=2.0), "symmetric", seeds=range(3)).metrics
+    mixed = np.isfinite(m["lambda_tokens"])
+    np.testing.assert_allclose(m["lambda_tokens"][mixed], 2.0, rtol=1e-12)
+    counts = m["neg_adv_frac"][mixed] / m["pos_adv_frac"][mixed]               # tokens of A<0 / tokens of A>0
+    assert np.abs(counts - 2.0).mean() > 0.5 and np.ptp(counts) > 2             # the raw count is not λ
+
+
+def test_multi_token_on_policy_rules_coincide_and_seeds_are_exact():
+    cfg = replace(SMALL, answer_len=2, length_ratio=2.0, lr=1.5)
+    runs = [simulate(cfg, rule, seeds=range(3)) for rule in ("symmetric", "clip-higher", "bapo")]
+    for run in runs:
+        assert (run.metrics["ratio_min"] == 1).all() and (run.metrics["ratio_max"] == 1).all()
+        assert torch.equal(run.final_logits, runs[0].final_logits)
+        assert np.array_equal(run.metrics["continuation_entropy"], runs[0].metrics["continuation_entropy"])
+    assert (runs[0].metrics["n_tokens"] > 3 * 2 * 6).all()                     # more tokens than answers
+    assert np.ptp(runs[0].metrics["continuation_entropy"]) > 0                 # the continuation is trained
+    stale = replace(cfg, staleness=2)
+    together = simulate(stale, BAPO(), seeds=[0, 5, 9])
+    alone = simulate(stale, BAPO(), seeds=[5])
+    for name in ("entropy", "c_high", "rho_start_all", "lambda_tokens", "continuation_entropy"):
+        np.testing.assert_allclose(together.metrics[name][1], alone.metrics[name][0], rtol=1e-12, atol=1e-14)
+
+
+def test_staleness_drift_moves_rho_at_the_start_bounds_and_the_readings_differ():
+    cfg = replace(SMALL, answer_len=2, length_ratio=2.0, lr=1.5, staleness=3, steps=60)
+    m = simulate(cfg, "symmetric", seeds=range(4)).metrics
+    both = np.isfinite(m["rho_start_grad"]) & np.isfinite(m["rho_start_all"])
+    assert (np.abs(m["rho_start_grad"][both] - 1 / 3) > 1e-6).mean() > 0.2
+    assert (np.abs(m["rho_start_grad"][both] - m["rho_start_all"][both]) > 1e-9).any()

@@ -36,7 +36,7 @@ def test_smoke_figures_are_small_pngs_with_captions(smoke_figures):
     assert all(f"]({name}.png)" in index for name in FAST)
     # the rung-2 figures ran the runner into the smoke runs folder, with the smoke config named as such
     assert "SMOKE" in captions["04-arithmetic-rules"]["config"]
-    assert (out / "runs" / "arithmetic-smoke" / "add" / "reuse-4" / "bapo").is_dir()
+    assert (out / "runs" / "arithmetic-add-smoke" / "reuse-4" / "bapo").is_dir()
 
 
 def test_only_redraws_some_and_keeps_the_others(smoke_figures, tmp_path):
@@ -62,7 +62,7 @@ def test_lora_figure_smoke_on_a_tiny_model(tmp_path):
     e = render_figures(["06"], tmp_path, smoke=True, runs=tmp_path / "runs", progress=False, model=lm.tiny_llama)[0]
     assert "skipped" not in e, e
     assert (tmp_path / "06-lora-rules.png").stat().st_size > 5_000
-    assert "SMOKE" in e["config"] and "compare_rules" in e["source"]
+    assert "SMOKE" in e["config"] and "toy_rl.experiments.sweep" in e["source"]
 
 
 @pytest.mark.skipif(llm_missing() is None, reason="the llm extra and SmolLM2 are installed here")

@@ -21,7 +21,7 @@ from toy_rl.lm.estimate import param_counts  # noqa: E402
 from toy_rl.lm.lora import add_lora  # noqa: E402
 from toy_rl.lm.policy import HFPolicy  # noqa: E402
 from toy_rl.lm.presets import get_preset  # noqa: E402
-from toy_rl.lm.vllm_rollout import INSTALL, VLLMPolicy, is_available  # noqa: E402
+from toy_rl.experimental.vllm_rollout import INSTALL, VLLMPolicy, is_available  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(model_type="qwen2", num_hidden_layers=2, vocab_size=64, hidden_size=32, intermediate_size=64,

@@ -1,5 +1,6 @@
-"""The rung-3 runner (toy_rl.lm.run), its views and `toy-rl lora`, on a tiny random Llama built from a
-config (no download, a fraction of a second per update); one smoke test on the real SmolLM2-135M at the end."""
+"""Rungs 3-4 through the one runner (toy_rl.experiments with the toy_rl.lm.run backend), its views and
+`toy-rl lora`, on a tiny random Llama built from a config (no download, a fraction of a second per update);
+one smoke test on the real SmolLM2-135M at the end."""
 import dataclasses
 import importlib.util
 import json
@@ -19,9 +20,11 @@ from toy_rl.cli import main  # noqa: E402
 from toy_rl.lm import ArithmeticTask  # noqa: E402
 from toy_rl.lm.lora import add_lora  # noqa: E402
 from toy_rl.lm.policy import HFPolicy  # noqa: E402
-from toy_rl.lm.run import (DEFAULTS, RULES, baseline, compare_rules, format_table, load_batch, load_run, make_config,  # noqa: E402
-                           make_task, preset_kwargs, run_dir, run_lora, stored_steps, task_label)
-from toy_rl.lm.views import bounds_view, claims, rules_view, run_figure, staleness_view  # noqa: E402
+from toy_rl.experiments import (RULES, format_table, grid, make_spec, make_task, run, run_dir,  # noqa: E402
+                                run_summaries, run_summary, status, summarize, sweep, task_label)
+from toy_rl.lm.run import SMOKE, baseline, load_batch, model_settings, stored_steps  # noqa: E402
+from toy_rl.lm.verdicts import claim_verdicts  # noqa: E402
+from toy_rl.lm.views import bounds_view, rules_view, run_figure, staleness_view  # noqa: E402
 
 EOS = 2
 CHARS = "0123456789 +-*=\nabcdefghijklmnopqrstuvwxyz"
@@ -52,7 +55,7 @@ CALLS = {"n": 0}
 
 def tiny_llama():
     """A fresh tiny policy: the same random base model every time, fresh LoRA adapters (drawn from the
-    torch seed run_lora sets)."""
+    torch seed the backend sets)."""
     CALLS["n"] += 1
     cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
@@ -85,36 +88,53 @@ def _lines(path):
 
 # ---------------------------------------------------------------------------------------------- runs
 
-def test_run_writes_its_folder_and_a_summary(tmp_path):
+def spec(task=None, where=None, **kw):
+    """A rung-3 spec on the tiny Llama, in ``where`` if given."""
+    return make_spec("lm", task or FirstDigitTask(), model=tiny_llama, run_dir=where, progress=False, **{**TINY, **kw})
+
+
+def test_run_writes_its_folder_and_records(tmp_path):
     task = FirstDigitTask()
-    s = run_lora(tiny_llama, task, "bapo", staleness=2, steps=3, out_dir=tmp_path, progress=False, **TINY)
+    s = spec(task, tmp_path, rule="bapo", staleness=2, steps=3)
+    assert status(s) == "new"
+    records = run(s)
     for name in ("config.json", "metrics.jsonl", "checkpoint.pt", "batches.pt"):
         assert (tmp_path / name).is_file()
-    assert s["finished"] and s["resumed"] == "new" and s["rule"] == "bapo" and s["staleness"] == 2
-    assert s["updates"] == 3 and [x for x, _ in s["accuracy_curve"]] == [0, 1, 2, 3]
-    assert 0 <= s["final_accuracy"] <= 1 and s["curves"]["entropy"] and s["grad_norm"] > 0
-    assert 0.6 - 1e-6 <= s["c_low"] <= 0.9 + 1e-6 and 1.2 - 1e-6 <= s["c_high"] <= 3.0 + 1e-6
+    summary = run_summary(records)
+    assert summary["finished"] and summary["rule"] == "bapo" and summary["staleness"] == 2 and summary["seed"] == 0
+    assert summary["updates"] == 3 and [x for x, _ in summary["accuracy_curve"]] == [0, 1, 2, 3]
+    assert 0 <= summary["final_accuracy"] <= 1 and summary["curves"]["entropy"] and summary["grad_norm"] > 0
+    assert 0.6 - 1e-6 <= summary["c_low"] <= 0.9 + 1e-6 and 1.2 - 1e-6 <= summary["c_high"] <= 3.0 + 1e-6
     # the baseline is the untouched model on the same held-out problems the run starts with
     base = baseline(tiny_llama, task, eval_size=TINY["eval_size"])
-    assert base["accuracy"] == s["baseline"] and base["eval_size"] == 8 and len(base["examples"]) == 3
-    # stored batches: one per update, what the loss saw
+    assert base["accuracy"] == summary["start_accuracy"] and base["eval_size"] == 8 and len(base["examples"]) == 3
+    # stored batches: one per update, what the loss saw, read back with weights_only=True
     assert stored_steps(tmp_path) == [0, 1, 2]
     b = load_batch(tmp_path, 2)
     assert b["logp"].shape == b["old_logp"].shape == b["mask"].shape and b["advantages"].shape[0] == 8
-    assert load_run(tmp_path)["config"]["rule"] == "bapo"
+    assert json.loads((tmp_path / "config.json").read_text())["rule"] == "bapo"
     with pytest.raises(ValueError, match="no stored batch"):
         load_batch(tmp_path, 99)
 
 
-def test_resume_continues_exactly_and_finished_runs_are_skipped(tmp_path):
+def test_batches_file_holding_python_objects_is_refused(tmp_path):
+    """batches.pt is read with weights_only=True: a pickled object (which could run code) is not loaded."""
+    torch.save({0: {"logp": torch.zeros(1), "evil": FirstDigitTask()}}, tmp_path / "batches.pt")
+    with pytest.raises(ValueError, match="refused"):
+        stored_steps(tmp_path)
+
+
+def test_resume_continues_exactly_and_finished_runs_are_read_back(tmp_path):
     task = FirstDigitTask()
     straight = tmp_path / "straight"
-    run_lora(tiny_llama, task, "clip-higher", staleness=2, steps=4, out_dir=straight, progress=False, **TINY)
+    run(spec(task, straight, rule="clip-higher", staleness=2, steps=4))
     split = tmp_path / "split"
-    first = run_lora(tiny_llama, task, "clip-higher", staleness=2, steps=2, out_dir=split, progress=False, **TINY)
-    assert first["steps"] == 2
-    second = run_lora(tiny_llama, task, "clip-higher", staleness=2, steps=4, out_dir=split, progress=False, **TINY)
-    assert second["resumed"] == "resumed" and second["steps"] == 4
+    first = run(spec(task, split, rule="clip-higher", staleness=2, steps=2))
+    assert run_summary(first)["steps"] == 2
+    longer = spec(task, split, rule="clip-higher", staleness=2, steps=4)
+    assert status(longer) == "resumed"
+    second = run(longer)
+    assert run_summary(second)["steps"] == 4
     a, b = _lines(straight / "metrics.jsonl"), _lines(split / "metrics.jsonl")
     assert [r["step"] for r in a] == [r["step"] for r in b] == [0, 1, 2, 3, 4]
     for ra, rb in zip(a, b):
@@ -122,94 +142,100 @@ def test_resume_continues_exactly_and_finished_runs_are_skipped(tmp_path):
             assert rb[k] == (pytest.approx(v, rel=1e-4, abs=1e-5) if isinstance(v, float) else v), (ra["step"], k)
     assert stored_steps(split) == [0, 1, 2, 3]
     n = CALLS["n"]
-    again = run_lora(tiny_llama, task, "clip-higher", staleness=2, steps=4, out_dir=split, progress=False, **TINY)
-    assert again["resumed"] == "finished" and CALLS["n"] == n             # the model was not even built
-    assert again["final_accuracy"] == second["final_accuracy"]
+    assert status(longer) == "finished"
+    again = run(longer)
+    assert CALLS["n"] == n                                               # the model was not even built
+    assert run_summary(again)["final_accuracy"] == run_summary(second)["final_accuracy"]
 
 
-def test_compare_rules_on_policy_rules_coincide_and_stale_ones_clip(tmp_path):
+def test_sweep_on_policy_rules_coincide_and_stale_ones_clip(tmp_path):
     task = FirstDigitTask()
     seen = []
-    out = compare_rules(RULES, (0, 2), (0,), model=tiny_llama, task=task, steps=3, out_dir=tmp_path, progress=False,
-                        on_run=seen.append, **TINY)
-    assert len(out["runs"]) == len(seen) == 6 and len(out["table"]) == 6
-    on = [s for s in out["runs"] if s["staleness"] == 0]
+    specs = grid("lm", task, RULES, (0, 2), (0,), model=tiny_llama, steps=3, out=tmp_path, progress=False, **TINY)
+    results = sweep(specs, on_run=lambda s, records, st: seen.append((s, st)))
+    assert len(seen) == 6 and {st for _, st in seen} == {"new"}
+    assert list(results) == [(sc, r) for sc in ("on-policy", "reuse-2") for r in RULES]
+    runs = run_summaries(results)
+    on = [s for s in runs if s["staleness"] == 0]
     for s in on:                       # on-policy: r == 1, nothing clipped, the three rules give the same run
         assert s["clip_frac_low"] == 0 and s["clip_frac_high"] == 0
         assert s["curves"]["entropy"] == on[0]["curves"]["entropy"]
         assert s["accuracy_curve"] == on[0]["accuracy_curve"]
-    stale = [s for s in out["runs"] if s["staleness"] == 2]
+    stale = [s for s in runs if s["staleness"] == 2]
     assert max(s["clip_frac_low"] + s["clip_frac_high"] for s in stale) > 0
-    assert {s["baseline"] for s in out["runs"]} == {on[0]["baseline"]}     # same seed, same start
-    assert str(run_dir(tmp_path, tiny_llama, task, "bapo", 2, 0)) == next(s["out_dir"] for s in stale
-                                                                           if s["rule"] == "bapo")
-    again = compare_rules(RULES, (0, 2), (0,), model=tiny_llama, task=task, steps=3, out_dir=tmp_path,
-                          progress=False, **TINY)
-    assert {s["resumed"] for s in again["runs"]} == {"finished"}
-    text = format_table(again["table"])
-    assert "bapo" in text and "final_acc" in text and len(text.splitlines()) == 7
+    assert {s["start_accuracy"] for s in runs} == {on[0]["start_accuracy"]}     # same seed, same start
+    assert run_dir(specs[-1]) == tmp_path / "tiny_llama-lm-arithmetic" / "reuse-2" / "bapo" / "seed0"
+    seen.clear()
+    again = sweep(specs, on_run=lambda s, records, st: seen.append(st))
+    assert set(seen) == {"finished"} and again == results
+    text = format_table(summarize(again))
+    assert "bapo" in text and "final_accuracy" in text and len(text.splitlines()) == 7
 
 
 def test_micro_batches_store_one_whole_batch_per_update(tmp_path):
-    s = run_lora(tiny_llama, FirstDigitTask(), "bapo", staleness=1, steps=3, out_dir=tmp_path, progress=False,
-                 micro_batch=3, **TINY)
+    records = run(spec(where=tmp_path, rule="bapo", staleness=1, steps=3, micro_batch=3))
     assert stored_steps(tmp_path) == [0, 1, 2]
-    records = [r for r in map(json.loads, (tmp_path / "metrics.jsonl").read_text().splitlines()) if "c_high" in r]
-    for r in records:
+    for r in (r for r in records if "c_high" in r):
         b = load_batch(tmp_path, r["step"])
         assert b["logp"].shape[0] == 8 and b["c_high"] == pytest.approx(r["c_high"])
-    assert s["updates"] == 3
+    assert run_summary(records)["updates"] == 3
 
 
 def test_a_run_logged_before_a_new_config_field_still_counts_as_finished(tmp_path):
-    run_lora(tiny_llama, FirstDigitTask(), "symmetric", steps=2, out_dir=tmp_path, progress=False, **TINY)
+    s = spec(where=tmp_path, rule="symmetric", steps=2)
+    run(s)
     saved = json.loads((tmp_path / "config.json").read_text())
     saved.pop("micro_batch", None)                 # as written by an older toy_rl
     (tmp_path / "config.json").write_text(json.dumps(saved))
-    again = run_lora(tiny_llama, FirstDigitTask(), "symmetric", steps=2, out_dir=tmp_path, progress=False, **TINY)
-    assert again["resumed"] == "finished"
+    assert status(s) == "finished"
+    assert status(s.replace(lr=0.1)) != "finished"                 # another config is not this run
 
 
 def test_lag_and_partial_rollout(tmp_path):
-    task = FirstDigitTask()
-    lag = run_lora(tiny_llama, task, "symmetric", staleness=1, mode="lag", steps=3, out_dir=tmp_path / "lag",
-                   progress=False, **TINY)
+    lag = run_summary(run(spec(rule="symmetric", staleness=1, mode="lag", steps=3, out=tmp_path)))
     assert lag["finished"] and lag["staleness_mean"] > 0
-    part = run_lora(tiny_llama, task, "bapo", partial=2, steps=4, out_dir=tmp_path / "partial", progress=False,
-                    **TINY)
+    part_spec = spec(rule="bapo", partial=2, steps=4, out=tmp_path)
+    part = run_summary(run(part_spec))
     assert part["finished"] and part["updates"] >= 1
-    assert "partial2" in str(run_dir("runs", tiny_llama, task, "bapo", 0, 0, partial=2))
+    assert run_dir(part_spec).parts[-3:] == ("partial-2", "bapo", "seed0")
 
 
 def test_config_and_input_errors():
-    cfg = make_config("bapo", 2, smoke=True, task=ArithmeticTask())
+    s = make_spec("lm", ArithmeticTask(), rule="bapo", staleness=2, smoke=True)
+    cfg = s.rl
     assert cfg.steps == 2 and cfg.prompts == 2 and cfg.eval_size == 8 and cfg.max_new_tokens == 5 and cfg.lr == 3e-4
-    assert make_config(steps=7, lr=1e-4).steps == 7
+    assert make_spec("lm", steps=7, lr=1e-4).rl.steps == 7 and make_spec("lm", steps=7, smoke=True).rl.steps == 2
+    assert s.model == "smollm2-135m" and str(run_dir(s)).startswith("runs/smollm2-135m-add-smoke/reuse-2/bapo/")
     with pytest.raises(ValueError, match="unknown rule"):
-        make_config("ppo")
+        make_spec("lm", rule="ppo")
     with pytest.raises(ValueError, match="staleness"):
-        make_config("bapo", -1)
+        make_spec("lm", staleness=-1)
     with pytest.raises(ValueError, match="mode"):
-        make_config("bapo", 1, mode="async")
+        make_spec("lm", staleness=1, mode="async")
     with pytest.raises(ValueError, match="partial"):
-        make_config("bapo", 1, partial=4)
-    with pytest.raises(ValueError, match="unknown RL setting"):
-        make_config(learning_rate=1)
+        make_spec("lm", staleness=1, partial=4)
+    with pytest.raises(ValueError, match="unknown setting"):
+        make_spec("lm", learning_rate=1)
     with pytest.raises(ValueError, match="unknown task"):
-        make_task("division")
-    assert task_label(make_task("mul")) == "mul" and make_task("add", "chat").prompt_format == "chat"
+        make_task("lm", "division")
+    assert task_label("lm", make_task("lm", "mul")) == "mul" and make_task("lm", "add", "chat").prompt_format == "chat"
     with pytest.raises(ValueError, match="unknown rule"):
-        compare_rules(["bapo", "grpo"], (0,), (0,), model=tiny_llama)
+        grid("lm", rules=["bapo", "grpo"], model=tiny_llama)
 
 
 def test_preset_settings():
-    big = preset_kwargs("qwen2.5-7b")
-    assert big["dtype"] == "bfloat16" and big["mlp"] and big["gradient_checkpointing"] and not big["share_prompts"]
-    assert big["max_new_tokens"] == 512 and make_config(**{k: big[k] for k in ("prompts", "group_size", "lr")}).lr == 2e-5
-    small = preset_kwargs("smollm2-135m")
-    assert small["model"] == "smollm2-135m" and small["dtype"] == "float32" and not small["mlp"]
+    big = make_spec("lm", preset="qwen2.5-7b")
+    assert big.model == "Qwen/Qwen2.5-7B-Instruct" and str(run_dir(big)).startswith("runs/Qwen2.5-7B-Instruct-add/")
+    assert big.rl.max_new_tokens == 512 and big.rl.lr == 2e-5 and big.rl.micro_batch == 8
+    m = model_settings(big)
+    assert m["dtype"] == "bfloat16" and m["mlp"] and m["gradient_checkpointing"] and not m["share_prompts"]
+    small = make_spec("lm", preset="smollm2-135m")
+    assert small.model == "smollm2-135m" and model_settings(small)["dtype"] == "float32" and not model_settings(small)["mlp"]
+    assert model_settings(make_spec("lm", preset="qwen2.5-7b", dtype="float32"))["dtype"] == "float32"
+    smoke = make_spec("lm", preset="qwen2.5-7b", smoke=True)
+    assert (smoke.rl.prompts, smoke.rl.group_size) == (SMOKE["prompts"], SMOKE["group_size"])   # smoke's small batch
     with pytest.raises(ValueError, match="unknown preset"):
-        preset_kwargs("gpt-5")
+        make_spec("lm", preset="gpt-5")
 
 
 # ---------------------------------------------------------------------------------------------- views
@@ -217,29 +243,29 @@ def test_preset_settings():
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory):
     root = tmp_path_factory.mktemp("logged")
-    out = compare_rules(RULES, (0, 2), (0,), model=tiny_llama, task=FirstDigitTask(), steps=4, out_dir=root,
-                        progress=False, **TINY)
-    return root, out
+    specs = grid("lm", FirstDigitTask(), RULES, (0, 2), (0,), model=tiny_llama, steps=4, out=root, progress=False,
+                 **TINY)
+    return specs, run_summaries(sweep(specs))
 
 
 def test_views_draw_the_logged_runs(logged):
-    root, out = logged
-    fig, means = rules_view(out["runs"], 2)
+    specs, runs = logged
+    fig, means = rules_view(runs, 2)
     assert isinstance(fig, Figure) and set(means) == set(RULES)
     assert means["bapo"]["c_low"] >= 0.6 - 1e-6 and means["symmetric"]["c_high"] == pytest.approx(1.2)
-    fig, numbers = staleness_view(out["runs"], "symmetric")
+    fig, numbers = staleness_view(runs, "symmetric")
     assert isinstance(fig, Figure) and set(numbers) == {0, 2}
-    fig, numbers = run_figure(out["runs"][0], eval_size=8)
-    assert isinstance(fig, Figure) and numbers["baseline"] == out["runs"][0]["baseline"]
+    fig, numbers = run_figure(runs[0], eval_size=8)
+    assert isinstance(fig, Figure) and numbers["baseline"] == runs[0]["start_accuracy"]
     with pytest.raises(ValueError, match="staleness 7"):
-        rules_view(out["runs"], 7)
-    lines = claims(out["runs"], eval_size=8)
+        rules_view(runs, 7)
+    lines = claim_verdicts(runs, eval_size=8)
     assert [line.split()[1] for line in lines] == ["1", "2", "3", "4", "5"]
 
 
 def test_bounds_slider_recomputes_on_a_stored_batch(logged):
-    root, out = logged
-    where = next(s["out_dir"] for s in out["runs"] if s["staleness"] == 2 and s["rule"] == "symmetric")
+    specs, runs = logged
+    where = next(run_dir(s) for s in specs if s.rl.staleness == 2 and s.rl.rule == "symmetric")
     batch = load_batch(where)
     r = torch.exp(batch["logp"] - batch["old_logp"])[batch["mask"]]
     assert (r - 1).abs().max() > 0.05                      # a stale batch: ratios moved
@@ -279,19 +305,17 @@ def test_cli_preset_settings_and_overrides():
     from toy_rl.cli import build_parser
     from toy_rl.commands.lora import settings
     parse = lambda *argv: build_parser().parse_args(["lora", *argv])
-    plain = settings(parse())
-    assert plain == dict(model="smollm2-135m", dtype="float32", lr=DEFAULTS["lr"])
-    big = settings(parse("--preset", "qwen2.5-7b"))
-    assert big["model"] == "Qwen/Qwen2.5-7B-Instruct" and big["dtype"] == "bfloat16"
-    assert big["micro_batch"] == 8 and big["gradient_checkpointing"] and big["mlp"] and big["max_new_tokens"] == 512
-    mine = settings(parse("--preset", "qwen2.5-7b", "--model", "/models/q7", "--lr", "1e-5", "--micro-batch", "4"))
-    assert (mine["model"], mine["lr"], mine["micro_batch"]) == ("/models/q7", 1e-5, 4)
-    smoke = settings(parse("--preset", "qwen2.5-7b", "--smoke"))
-    assert "prompts" not in smoke and "group_size" not in smoke     # smoke keeps its small batch
-    make_config(task=make_task("add"), smoke=True, **{k: v for k, v in smoke.items() if k in RL_FIELDS})
-
-
-RL_FIELDS = {"prompts", "group_size", "max_new_tokens", "micro_batch", "lr", "temperature"}
+    assert settings(parse()) == {}
+    plain = make_spec("lm", **settings(parse()))
+    assert plain.model == "smollm2-135m" and model_settings(plain)["dtype"] == "float32" and plain.rl.lr == 3e-4
+    big = make_spec("lm", **settings(parse("--preset", "qwen2.5-7b")))
+    assert big.model == "Qwen/Qwen2.5-7B-Instruct" and model_settings(big)["dtype"] == "bfloat16"
+    assert big.rl.micro_batch == 8 and model_settings(big)["gradient_checkpointing"] and big.rl.max_new_tokens == 512
+    mine = make_spec("lm", **settings(parse("--preset", "qwen2.5-7b", "--model", "/models/q7", "--lr", "1e-5",
+                                            "--micro-batch", "4")))
+    assert (mine.model, mine.rl.lr, mine.rl.micro_batch) == ("/models/q7", 1e-5, 4)
+    smoke = make_spec("lm", smoke=True, **settings(parse("--preset", "qwen2.5-7b", "--smoke")))
+    assert smoke.rl.prompts == SMOKE["prompts"] and smoke.rl.group_size == SMOKE["group_size"]
 
 
 # ---------------------------------------------------------------------------------------------- real model
@@ -311,5 +335,5 @@ def test_smoke_on_the_real_smollm2(tmp_path, capsys):
     assert 0.05 <= out["baseline"]["accuracy"] <= 0.95          # the model can add, a little
     assert [r["rule"] for r in out["table"]] == ["clip-higher", "bapo"]
     for s in out["runs"]:
-        assert s["finished"] and s["updates"] == 2 and s["baseline"] == out["baseline"]["accuracy"]
-        assert (tmp_path / "smollm2-135m-add-smoke" / "reuse" / "k1" / s["rule"] / "seed0" / "metrics.jsonl").is_file()
+        assert s["finished"] and s["updates"] == 2 and s["start_accuracy"] == out["baseline"]["accuracy"]
+        assert (tmp_path / "smollm2-135m-add-smoke" / "reuse-1" / s["rule"] / "seed0" / "metrics.jsonl").is_file()

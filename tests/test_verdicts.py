@@ -129,7 +129,7 @@ def test_verdict_line():
 # --- rung 3: the same rules on LoRA run summaries -------------------------------------------------------------
 
 def lm_run(rule, k, seed, acc, H_last=0.5, rho_before=0.5, c_high=None, steps=10):
-    """A run summary as toy_rl.lm.run.summarize writes it (numbers and [step, value] curves)."""
+    """A run summary as toy_rl.experiments.run_summary writes it (numbers and [step, value] curves)."""
     jitter = 0.01 * ((seed * 7 + k * 3 + len(rule)) % 5)
     curve = lambda v: [[t, float(v)] for t in range(steps)]
     c_high = c_high or {"symmetric": 1.2, "clip-higher": 1.28, "bapo": 1.2}[rule]
@@ -159,7 +159,6 @@ def test_rung3_one_seed_is_not_testable_however_large_the_difference():
 
 def test_rung3_verdicts_follow_paired_tests_and_name_the_regime():
     from toy_rl.lm.verdicts import claim_checks, claim_verdicts
-    from toy_rl.lm.views import claims
     good = lm_runs({"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.8})
     v = {x.claim: x for x in claim_checks(good)}
     assert v[5].status == "supported" and "BAPO (ran as fixed [0.6, 1.2]) > clip-higher by +19.3 points" in v[5].direction
@@ -171,4 +170,4 @@ def test_rung3_verdicts_follow_paired_tests_and_name_the_regime():
     v = {x.claim: x for x in claim_checks(searched)}
     assert v[4].tests[0].outcome() == "for" and v[5].tests[0].a == "BAPO"
     assert v[4].regime.startswith("regime negatives-dominate")
-    assert claims(good) == claim_verdicts(good)                   # the old name in toy_rl.lm.views still works
+    assert claim_verdicts(good) == [verdict_line(x) for x in claim_checks(good)]

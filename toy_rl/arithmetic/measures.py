@@ -9,10 +9,10 @@ import math
 
 import numpy as np
 
+from ..experiments import RULES, curve
 from ..rl.entropy_check import QUADRANTS
 from ..stats import mean_ignoring_nan, paired_test, welch_test
 from ..verdicts import RHO0, reached_when_needed
-from .run import RULES, curve
 
 # tabular prediction (App. B.4): high-p/high-A and low-p/low-A lower the entropy, the others raise it
 TABULAR_SIGN = {"high-p/high-A": -1, "high-p/low-A": +1, "low-p/high-A": +1, "low-p/low-A": -1}
@@ -66,7 +66,9 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
     len_correct / len_wrong: mean answer length (tokens) of correct / failed answers; longer_wrong: share
         of updates whose failed answers were longer on average;
     staleness_mean / staleness_max / mixed_versions / groups: means over updates;
-    update_share: share of steps that made an update (partial rollout skips steps where no group finished).
+    update_share: share of steps that made an update (partial rollout skips steps where no group finished);
+    seed: each run's seed id (the ``seed`` the runner puts in its records; its position in ``runs`` if absent),
+        what the verdicts pair runs by.
     """
     mean = mean_ignoring_nan
     out = {k: [] for k in SEED_KEYS}
@@ -124,7 +126,9 @@ def seed_stats(runs: list[list[dict]], early: float = 0.25, tail: float = 0.1) -
         row["entropy_drop"] = row["start_entropy"] - row["final_entropy"]
         for k in SEED_KEYS:
             out[k].append(row[k])
-    return {k: np.array(v, dtype=float) for k, v in out.items()}
+    stats = {k: np.array(v, dtype=float) for k, v in out.items()}
+    stats["seed"] = np.array([recs[0].get("seed", i) if recs else i for i, recs in enumerate(runs)])
+    return stats
 
 
 def pooled(results: dict, scenario: str) -> list[list[dict]]:

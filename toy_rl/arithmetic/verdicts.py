@@ -6,10 +6,10 @@ Holm across the claims, direction named, results against counted, BAPO's regime 
     for line in claim_verdicts(results, ["reuse-2", "reuse-4", "reuse-8"]):
         print(line)
 
-The per-seed numbers are :func:`toy_rl.arithmetic.measures.seed_stats`. Seeds are paired by position: the runner
-lists a (scenario, rule)'s seeds in the same order for every cell (seed 0 first), and a seed gives every rule
-and scenario the same warm start and first rollout. Cells with different seed counts are compared on their
-common first seeds.
+The per-seed numbers are :func:`toy_rl.arithmetic.measures.seed_stats`. Runs are paired by their seed id (the
+``seed`` every record of :func:`toy_rl.experiments.sweep` / :func:`~toy_rl.experiments.load` carries): a seed
+gives every rule and scenario the same warm start and first rollout. Cells with different seeds are compared on
+the seeds both have.
 """
 from __future__ import annotations
 
@@ -33,13 +33,21 @@ def _pct(x: float) -> str:
     return "n/a" if not np.isfinite(x) else f"{x:.0%}"
 
 
-def compare(what: str, a: str, a_values, b: str, b_values, expect: str, **kw):
-    """:func:`toy_rl.verdicts.paired` on the seeds both cells have (the first ones; see the module docstring)."""
-    a_values, b_values = np.asarray(a_values, float), np.asarray(b_values, float)
-    if b_values.ndim:
-        n = min(len(a_values), len(b_values))
-        a_values, b_values = a_values[:n], b_values[:n]
-    return paired(what, a, a_values, b, b_values, expect, **kw)
+def by_seed(stats: dict) -> dict:
+    """:func:`~toy_rl.arithmetic.measures.seed_stats` of one cell as {name: {seed id: value}}."""
+    ids = stats["seed"].tolist()
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"runs of one (scenario, rule) need distinct seeds; got seed ids {ids}")
+    return {k: dict(zip(ids, v.tolist())) for k, v in stats.items() if k != "seed"}
+
+
+def compare(what: str, a: str, a_values: dict, b: str, b_values, expect: str, **kw):
+    """:func:`toy_rl.verdicts.paired` of per-seed values ({seed id: value}) on the seeds both sides have, or
+    against one number (``b_values`` a float: a one-sample test)."""
+    if not isinstance(b_values, dict):
+        return paired(what, a, list(a_values.values()), b, b_values, expect, **kw)
+    seeds = sorted(set(a_values) & set(b_values))
+    return paired(what, a, [a_values[x] for x in seeds], b, [b_values[x] for x in seeds], expect, **kw)
 
 
 def bapo_regime(results: dict, scenarios):
@@ -52,12 +60,17 @@ def bapo_regime(results: dict, scenarios):
     return regime_of(values("rho_before"), values("c_low"), values("c_high"), rho0, BAPO_START)
 
 
-def _per_seed_mean(rows: list[np.ndarray]) -> np.ndarray:
-    """Mean over scenarios of per-seed values (NaN-aware), on the seeds every scenario has."""
-    n = min(len(r) for r in rows)
+def _per_seed_mean(rows: list[dict]) -> dict:
+    """Mean over scenarios of per-seed values ({seed id: value}, NaN-aware), on the seeds every scenario has."""
+    seeds = sorted(set.intersection(*(set(r) for r in rows)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(np.vstack([r[:n] for r in rows]), axis=0)
+        return {x: float(np.nanmean([r[x] for r in rows])) for x in seeds}
+
+
+def _mean(values) -> float:
+    """Mean over seeds ({seed id: value}, or any numbers), NaN ignored."""
+    return mean_ignoring_nan(list(values.values()) if isinstance(values, dict) else values)
 
 
 def claim_checks(results: dict, stale: list[str], base: str = "on-policy", focus=None) -> list[Verdict]:
@@ -68,12 +81,12 @@ def claim_checks(results: dict, stale: list[str], base: str = "on-policy", focus
     coincide); ``focus``: the scenarios claim 5 is about (default: those of ``stale`` named reuse-2 /
     reuse-4, else all of ``stale``).
     """
-    S = {key: seed_stats(runs) for key, runs in results.items()}
+    S = {key: by_seed(seed_stats(runs)) for key, runs in results.items()}
     most = stale[-1]
     sb, sk = S[base, "symmetric"], S[most, "symmetric"]
     regime = bapo_regime(results, stale)
     B = regime.bapo()
-    m = mean_ignoring_nan
+    m = _mean
 
     g0, g1 = m(sb["groups"]), m(sk["groups"])
     caveat = ("" if not (g1 < 0.9 * g0) else
@@ -114,16 +127,18 @@ def claim_checks(results: dict, stale: list[str], base: str = "on-policy", focus
     c3 = Claim(3, CLAIMS[3], tests3, low, regime if regime.ran_as_fixed else None)
 
     need = _per_seed_mean([S[s, "bapo"]["reached_when_needed"] for s in stale])
-    never = None if np.isfinite(need).any() else "the search never had to move (ρ before it ≥ ρ0 in every update)"
+    never = (None if np.isfinite(list(need.values())).any() else
+             "the search never had to move (ρ before it ≥ ρ0 in every update)")
     reach = [] if never else [compare(
         "share of the updates needing the search (ρ before it < ρ0) where it brought ρ to ρ0", B, need,
         f"{REACHED_SHARE:g}", REACHED_SHARE, ">")]
+    min_before = np.nanmin([v for s in stale for v in S[s, "bapo"]["rho_before_min"].values()])
     c4 = Claim(4, CLAIMS[4], reach + [t for s in stale for t in (
         compare(f"entropy drop over the run, {s}", B, S[s, "bapo"]["entropy_drop"], "symmetric",
                 S[s, "symmetric"]["entropy_drop"], "<"),
         compare(f"gradient-norm roughness (mean |change per update|), {s}", B, S[s, "bapo"]["grad_roughness"],
                 "symmetric", S[s, "symmetric"]["grad_roughness"], "<"))],
-        f"lowest ρ before the search {np.nanmin([np.nanmin(S[s, 'bapo']['rho_before_min']) for s in stale]):.3f}; "
+        f"lowest ρ before the search {min_before:.3f}; "
         f"bounds average c_low {m([m(S[s, 'bapo']['c_low']) for s in stale]):.2f}, c_high "
         f"{m([m(S[s, 'bapo']['c_high']) for s in stale]):.2f} (paper: ≈ 0.7 and 2.0–2.2)", regime, never)
 

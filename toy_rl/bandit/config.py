@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..advantages import ADVANTAGES
+from .answers import answer_length
 from .rewards import PRESETS
 
 MODES = ("reuse", "lag")
@@ -41,6 +42,15 @@ class BanditConfig:
         advantage: "grpo" (group-normalised) or "drgrpo" (group mean only).
         task_seed: which instance of the preset (the run seeds only change sampling).
         dtype: "float64" (default) or "float32".
+        answer_len: L, tokens in a right answer (≥ 1). 1 with length_ratio 1 is the one-token
+            bandit (every answer one token); see :mod:`toy_rl.bandit.answers` for longer answers.
+        length_ratio: λ, how much longer a wrong answer is: reward 1 gives L tokens, reward 0
+            gives round(λ·L), rewards in between interpolate (> 0). On-policy the positive share
+            of the token-mean loss is then ρ = 1/(1 + λ) in every mixed binary group
+            (docs/protocol.md, section 1).
+
+    Named whole configurations (the one-token control, long failures, the trap) are in
+    :mod:`toy_rl.bandit.presets`; the defaults here stay the one-token bandit.
     """
     n_tokens: int = 32
     n_contexts: int = 4
@@ -54,6 +64,8 @@ class BanditConfig:
     advantage: str = "grpo"
     task_seed: int = 0
     dtype: str = "float64"
+    answer_len: int = 1
+    length_ratio: float = 1.0
 
     def __post_init__(self):
         def need_int(name, low):
@@ -66,9 +78,13 @@ class BanditConfig:
         need_int("steps", 1)
         need_int("staleness", 0)
         need_int("task_seed", 0)
+        need_int("answer_len", 1)
         lr_ok = isinstance(self.lr, (int, float)) and not isinstance(self.lr, bool) and self.lr > 0
         if not (lr_ok and math.isfinite(self.lr)):
             raise ValueError(f"lr (η) must be a finite number > 0; got {self.lr!r}")
+        ratio_ok = isinstance(self.length_ratio, (int, float)) and not isinstance(self.length_ratio, bool)
+        if not (ratio_ok and math.isfinite(self.length_ratio) and self.length_ratio > 0):
+            raise ValueError(f"length_ratio (λ) must be a finite number > 0; got {self.length_ratio!r}")
         for name, allowed in (("preset", PRESETS), ("mode", MODES), ("pg", PG_MODES),
                               ("advantage", ADVANTAGES), ("dtype", DTYPES)):
             if getattr(self, name) not in allowed:
@@ -82,6 +98,16 @@ class BanditConfig:
     def updates_per_batch(self) -> int:
         """E: how many updates one sampled batch serves (staleness + 1 in reuse mode, 1 in lag mode)."""
         return self.staleness + 1 if self.mode == "reuse" else 1
+
+    @property
+    def wrong_len(self) -> int:
+        """Tokens in a wrong (reward-0) answer: round(λ·L), halves rounded up, at least 1."""
+        return answer_length(0.0, self.answer_len, self.length_ratio)
+
+    @property
+    def max_len(self) -> int:
+        """The longest answer any reward can give: max(L, round(λ·L))."""
+        return max(self.answer_len, self.wrong_len)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,13 +1,20 @@
-"""Experiments over staleness × rule × seeds: curves with 95% bands, a summary table, significance tests.
+"""Experiments over staleness × rule × seeds: curves with 95% bands, a summary table, significance tests;
+and rung 1's backend for the one runner (:mod:`toy_rl.experiments`).
 
     results = sweep(BanditConfig(), stalenesses=(0, 2, 4, 8), rules=RULES, seeds=range(20))
-    rows = summary_table(results)         # one row per (staleness, rule)
-    print(format_table(rows))
+    rows = summary_table(results)         # one row per (staleness, rule): rung 1's per-seed statistics
+    print(format_table(rows))             # toy_rl.experiments.format_table, the table of every rung
     mean, lo, hi = confidence_band(results[4, "bapo"].curve("entropy"))
+    print(format_table(summarize(as_results(results))))    # the summary every rung shares (paired tests)
 
 Bands are Student-t 95% intervals over seeds (scipy.stats.t): mean ± t_{0.975, n−1}·s/√n.
-Rules are compared with Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
+:func:`summary_table` compares rules with Welch's t-test (scipy.stats.ttest_ind, equal_var=False)
 against the symmetric rule at the same staleness, seed by seed values as samples.
+
+Through the runner (``make_spec("bandit", ...)``, ``grid("bandit", ...)``), a (scenario, rule) cell still runs
+all its seeds side by side in one :func:`simulate` (:func:`train_seeds`); each seed's records
+(:func:`seed_records`: the RL loop's vocabulary, the exact expected reward as the score) go to
+``<out>/bandit-<preset>/<scenario>/<rule>/seed<k>/metrics.jsonl``.
 """
 from __future__ import annotations
 
@@ -20,13 +27,18 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..clipping import ClipHigher
+from ..rl.config import RLConfig
+from ..experiments.layout import rule_label, scenario_name
+from ..experiments.spec import RULES
+from ..experiments.table import format_table  # noqa: F401  (re-exported: the one table format of every rung)
+from ..rl.logbook import Logbook, read_jsonl
+from ..rl.run_folder import lock_run, write_text
 from ..stats import confidence_band, welch_test
 from .config import BanditConfig
 from .rewards import make_task
 from .simulate import BanditRun, check_seeds, simulate
 
 STALENESSES = (0, 2, 4, 8)
-RULES = ("symmetric", "clip-higher", "bapo")
 N_SEEDS = 20
 CURVE_METRICS = ("entropy", "expected_reward", "sample_reward", "entropy_change", "rho", "rho_before",
                  "c_low", "c_high", "clip_frac_low", "clip_frac_high", "grad_norm", "ratio_std",
@@ -85,19 +97,17 @@ def sweep(config: BanditConfig | None = None, stalenesses=STALENESSES, rules=RUL
     """
     config = config or BanditConfig()
     seeds = check_seeds(seeds)
-    stalenesses = list(stalenesses)
-    for k in stalenesses:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValueError(f"staleness must be an integer >= 0; got {k!r}")
+    configs = {k: replace(config, staleness=int(k) if isinstance(k, np.integer) else k)   # BanditConfig checks k
+               for k in stalenesses}
     if not list(rules):
         raise ValueError("rules must name at least one rule")
     results = {}
-    cells = [(int(k), r) for k in stalenesses for r in rules]
+    cells = [(k, r) for k in configs for r in rules]
     for k, rule in tqdm(cells, disable=not progress, desc="bandit sweep", unit="cell"):
-        run = simulate(replace(config, staleness=k), rule, seeds)
-        results[k, run.rule] = run
+        run = simulate(configs[k], rule, seeds)
+        results[configs[k].staleness, run.rule] = run
         if on_result is not None:
-            on_result((k, run.rule), run)
+            on_result((configs[k].staleness, run.rule), run)
     return results
 
 
@@ -119,34 +129,6 @@ def summary_table(results: dict, baseline: str = "symmetric", level: float = 0.9
                 row[f"t_{name}"], row[f"p_{name}"] = t, p
         rows.append(row)
     return rows
-
-
-def _pm(row, name, digits=3):
-    mean, lo, hi = row[name], row[f"{name}_lo"], row[f"{name}_hi"]
-    if not np.isfinite(mean):
-        return "n/a"
-    half = (hi - lo) / 2 if np.isfinite(hi) else 0.0
-    return f"{mean:.{digits}f}±{half:.{digits}f}"
-
-
-def _p(row, name):
-    p = row.get(f"p_{name}")
-    return "" if p is None else ("n/a" if not np.isfinite(p) else f"{p:.3f}")
-
-
-def format_table(rows: list) -> str:
-    """A fixed-width text table of the main columns (± is the half-width of the 95% band)."""
-    head = ["stale", "rule", "final H", "p(H)", "final R", "mean R", "p(meanR)", "H@half", "rho",
-            "c_low", "c_high", "clip lo", "clip hi", "|g|max"]
-    lines = [head]
-    for r in rows:
-        lines.append([str(r["staleness"]), r["rule"], _pm(r, "final_entropy"), _p(r, "final_entropy"),
-                      _pm(r, "final_reward"), _pm(r, "mean_reward"), _p(r, "mean_reward"),
-                      _pm(r, "entropy_at_half", 2), f"{r['rho']:.2f}", f"{r['c_low']:.2f}", f"{r['c_high']:.2f}",
-                      f"{r['clip_frac_low']:.3f}", f"{r['clip_frac_high']:.3f}", f"{r['grad_norm_max']:.2f}"])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
-                     for line in lines)
 
 
 def curve_records(key, run: BanditRun, metrics=CURVE_METRICS, level: float = 0.95):
@@ -189,4 +171,100 @@ def bounds_ablation(config: BanditConfig | None = None, bounds=((0.8, 1.2), (0.8
         if not (0 < c_low < 1 < c_high):
             raise ValueError(f"bounds must satisfy 0 < c_low < 1 < c_high; got ({c_low}, {c_high})")
         out[c_low, c_high] = simulate(config, ClipHigher(eps_low=1 - c_low, eps_high=c_high - 1), seeds)
+    return out
+
+
+# === rung 1's backend for toy_rl.experiments ======================================================
+
+# RLConfig fields of a bandit run (the rest of BanditConfig's defaults); prompts is S, the contexts per update.
+DEFAULTS = dict(steps=300, prompts=4, group_size=8, lr=0.5, advantage="grpo")
+SMOKE = dict(steps=100)
+# The backend's own settings: BanditConfig fields that RLConfig does not have.
+OPTIONS = {"n_tokens": 32, "pg": "vanilla", "task_seed": 0, "dtype": "float64"}
+# RLConfig fields the bandit has no use for: they must keep RLConfig's defaults.
+UNUSED = ("partial", "max_new_tokens", "temperature", "agg", "dual_clip", "max_grad_norm", "micro_batch",
+          "eval_every", "eval_size", "checkpoint_every")
+# Per-update statistics a seed's records keep (those simulate logs), in the RL loop's names.
+RECORD_METRICS = ("rho", "rho_before", "c_low", "c_high", "clip_frac_low", "clip_frac_high", "grad_norm",
+                  "neg_adv_frac", "pos_adv_frac", "neg_mass", "pos_mass", "approx_kl", "search_steps", "ratio_std",
+                  "entropy_change")
+
+
+def rl_defaults(task, preset=None) -> dict:
+    return {}
+
+
+def bandit_config(spec) -> BanditConfig:
+    """The :class:`BanditConfig` of a rung-1 spec: the task is the reward preset, S contexts = ``prompts``,
+    G = ``group_size``; steps, lr, staleness, mode and advantage from the RLConfig; the rest from the options."""
+    rl, default = spec.rl, RLConfig()
+    used = [name for name in UNUSED if getattr(rl, name) != getattr(default, name)]
+    if used:
+        raise ValueError(f"the bandit (rung 1) has no {', '.join(used)}; leave {'it' if len(used) == 1 else 'them'} "
+                         "at RLConfig's default")
+    return BanditConfig(n_tokens=spec.option("n_tokens"), n_contexts=rl.prompts, group_size=rl.group_size,
+                        preset=spec.task, steps=rl.steps, lr=rl.lr, staleness=rl.staleness, mode=rl.mode,
+                        pg=spec.option("pg"), advantage=rl.advantage, task_seed=spec.option("task_seed"),
+                        dtype=spec.option("dtype"))
+
+
+def check_spec(spec) -> None:
+    """ValueError now for a rung-1 spec the bandit cannot run."""
+    bandit_config(spec)
+
+
+def saved_config(spec) -> dict:
+    """What a rung-1 run's ``config.json`` holds: its BanditConfig, rule and seed."""
+    return dict(bandit_config(spec).to_dict(), rule=rule_label(spec.rl.rule), seed=spec.rl.seed)
+
+
+def _num(x):
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def seed_records(run: BanditRun, rule: str | None = None) -> list[list[dict]]:
+    """Each seed of a :class:`BanditRun` as metric records in the RL loop's vocabulary: per update ``step``,
+    ``rule``, ``staleness`` (K), ``seed``, the exact ``expected_reward`` and ``entropy`` of the policy the update
+    starts from, ``reward_mean`` (the batch's sampled reward), ``staleness_mean`` (the batch's age) and the
+    update's statistics (:data:`RECORD_METRICS`); then ``final`` with the expected reward and entropy after the
+    last update."""
+    m, k, label = run.metrics, run.config.staleness, rule or run.rule
+    before = {name: np.concatenate([run.initial[name][:, None], m[name]], 1) for name in ("expected_reward", "entropy")}
+    kept = [name for name in RECORD_METRICS if name in m]
+    out = []
+    for i, seed in enumerate(run.seeds):
+        recs = []
+        for t in range(run.config.steps):
+            rec = dict(step=t, rule=label, staleness=k, seed=seed,
+                       expected_reward=_num(before["expected_reward"][i, t]), entropy=_num(before["entropy"][i, t]),
+                       reward_mean=_num(m["sample_reward"][i, t]), staleness_mean=_num(m["staleness"][i, t]))
+            rec.update({name: _num(m[name][i, t]) for name in kept})
+            recs.append(rec)
+        recs.append(dict(step=run.config.steps, rule=label, staleness=k, seed=seed, final=True,
+                         expected_reward=_num(before["expected_reward"][i, -1]),
+                         entropy=_num(before["entropy"][i, -1])))
+        out.append(recs)
+    return out
+
+
+def as_results(results: dict) -> dict:
+    """A :func:`sweep`'s {(staleness, rule): BanditRun} as the runner's {(scenario, rule): [records of each seed]},
+    for :func:`toy_rl.experiments.summarize`."""
+    return {(scenario_name(k, run.config.mode), rule): seed_records(run) for (k, rule), run in results.items()}
+
+
+def train_seeds(specs, folders) -> list[list[dict]]:
+    """Rung 1's runs of one (scenario, rule) cell, all seeds side by side in one :func:`simulate`; each seed's
+    ``config.json`` and ``metrics.jsonl`` written to its folder. Returns the records as read back."""
+    config = bandit_config(specs[0])
+    run = simulate(config, specs[0].rl.rule, [s.rl.seed for s in specs], progress=specs[0].progress)
+    out = []
+    for spec, folder, recs in zip(specs, folders, seed_records(run, rule_label(specs[0].rl.rule))):
+        with lock_run(folder):
+            write_text(Path(folder) / "config.json", json.dumps(saved_config(spec), indent=1))
+            log = Logbook(Path(folder) / "metrics.jsonl")
+            for rec in recs:
+                log.write(rec)
+            out.append(read_jsonl(Path(folder) / "metrics.jsonl"))
     return out

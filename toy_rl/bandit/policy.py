@@ -38,3 +38,17 @@ def sample_tokens(logits: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     cdf = probs(logits).cumsum(-1).contiguous()
     idx = torch.searchsorted(cdf, u.contiguous(), right=True)
     return idx.clamp(max=logits.shape[-1] - 1)     # u above a cdf that rounds to 0.9999… -> last token
+
+
+def best_prob(logits: torch.Tensor, correct: torch.Tensor) -> torch.Tensor:
+    """Exact probability of the best tokens (``correct``, a (..., K) bool mask), one per context: (..., K) -> (...)."""
+    return (probs(logits) * correct.to(logits.dtype)).sum(-1)
+
+
+def best_found(logits: torch.Tensor, correct: torch.Tensor, threshold: float = 0.5) -> torch.Tensor:
+    """Share of contexts whose best tokens together hold more than ``threshold`` of π: (seeds, S, K) -> (seeds,).
+
+    "The best answer was found": the policy puts most of its mass on it. In the "trap" preset a run
+    that settled on the trap token scores 0 in that context, one that escaped to a reward-1 token 1.
+    """
+    return (best_prob(logits, correct) > threshold).to(logits.dtype).mean(-1)

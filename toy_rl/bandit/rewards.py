@@ -15,6 +15,12 @@ Presets (the task is fixed by ``task_seed``; the run seeds only change sampling)
                     probability 0.8, the others with a probability drawn from U(0, 0.3).
     "one-correct"   uniform start, one correct token (probability 1/K): the textbook bandit.
     "graded"        uniform start, deterministic rewards 0, 1/(K−1), ..., 1 in a random order.
+    "trap"          exploration matters: one "trap" token worth 0.5 that starts likely (probability
+                    TRAP_PROB), the rare correct tokens of "rare-correct" (reward 1, 2% each), the rest
+                    worth 0 with random logits. Reinforcing the trap is the easy gradient; a run that
+                    collapses onto it before it has sampled a reward-1 token enough stays at 0.5 for good
+                    (all-trap groups carry no gradient). Scored by the final reward and by the share of
+                    contexts whose best tokens end with most of the probability (policy.best_found).
 """
 from __future__ import annotations
 
@@ -23,8 +29,10 @@ from typing import NamedTuple
 
 import torch
 
-PRESETS = ("rare-correct", "bernoulli", "one-correct", "graded")
+PRESETS = ("rare-correct", "bernoulli", "one-correct", "graded", "trap")
 RARE_PROB = 0.02        # initial probability of each rare correct token
+TRAP_PROB = 0.5         # initial probability of the trap token ("trap" preset)
+TRAP_REWARD = 0.5       # its reward
 
 
 class Task(NamedTuple):
@@ -66,6 +74,21 @@ def make_task(preset: str = "rare-correct", n_tokens: int = 32, n_contexts: int 
         else:
             mean = torch.where(good, 0.8, 0.3 * torch.rand(S, K, generator=g, dtype=torch.float64))
         return Task(preset, logits.to(dtype), mean.to(dtype), preset == "bernoulli", good)
+
+    if preset == "trap":
+        if K < 3:
+            raise ValueError(f"n_tokens (K) must be >= 3 for the trap preset (trap, correct, wrong); got {K}")
+        n_good = n_rare_correct(K)
+        good = torch.zeros(S, K, dtype=torch.bool).scatter_(1, order[:, :n_good], True)
+        trap = torch.zeros(S, K, dtype=torch.bool).scatter_(1, order[:, n_good:n_good + 1], True)
+        logits = torch.randn(S, K, generator=g, dtype=torch.float64)
+        # the good tokens get RARE_PROB each and the trap TRAP_PROB exactly; the wrong ones share the rest
+        wrong_lse = torch.logsumexp(logits.masked_fill(good | trap, -math.inf), dim=1, keepdim=True)
+        rest = math.log(1 - n_good * RARE_PROB - TRAP_PROB)
+        logits = torch.where(good, wrong_lse + math.log(RARE_PROB) - rest, logits)
+        logits = torch.where(trap, wrong_lse + math.log(TRAP_PROB) - rest, logits)
+        mean = good.to(torch.float64) + TRAP_REWARD * trap.to(torch.float64)
+        return Task(preset, logits.to(dtype), mean.to(dtype), False, good)
 
     logits = torch.zeros(S, K, dtype=torch.float64)
     if preset == "one-correct":

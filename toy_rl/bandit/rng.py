@@ -27,8 +27,9 @@ GAMMA = _signed(0x9E3779B97F4A7C15)   # golden-ratio increment of splitmix64
 MUL1 = _signed(0xBF58476D1CE4E5B9)
 MUL2 = _signed(0x94D049BB133111EB)
 
-# streams: which random quantity the numbers are for (same seed and step, independent numbers)
-ACTIONS, REWARDS = 0, 1
+# streams: which random quantity the numbers are for (same seed and step, independent numbers):
+# the decision tokens, Bernoulli rewards, and the continuation tokens of multi-token answers
+ACTIONS, REWARDS, CONTINUATION = 0, 1, 2
 
 
 def _shift_right(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -50,7 +51,7 @@ def uniforms(seeds, stream: int, step: int, shape: tuple, dtype=torch.float64) -
     """
     seeds = torch.as_tensor(seeds, dtype=torch.int64).reshape(-1)
     n = math.prod(shape)
-    key = mix64(mix64(seeds * GAMMA + stream) + stream * GAMMA)               # (seeds,)
+    key = mix64(mix64(seeds * GAMMA + stream) + _signed((stream * GAMMA) % (1 << 64)))   # (seeds,); wraps like int64
     counter = step * (1 << 32) + torch.arange(n, dtype=torch.int64)            # position in the stream
     bits = mix64(key[:, None] + counter[None, :] * GAMMA)
     u = _shift_right(bits, 11).to(torch.float64) * 2.0 ** -53                 # top 53 bits -> [0, 1)

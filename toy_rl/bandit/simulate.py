@@ -6,7 +6,7 @@ is one "run" of :func:`toy_rl.clipping.policy_loss_runs`, so BAPO searches its
 bounds for each seed separately. Random numbers come from :mod:`.rng`, so the
 trajectory of seed 3 is the same whether it runs alone or among 20.
 
-Off-policy scenarios (DESIGN.md), with k = config.staleness:
+Off-policy scenarios (docs/protocol.md, section 4), with k = config.staleness:
 
     "reuse"  one sampled batch serves E = k + 1 updates (PPO epochs): the j-th
              update on a batch sees data j updates old (j = 0, ..., k).
@@ -18,44 +18,48 @@ k = 0 is on-policy in both modes: the ratio is exactly 1 and the three rules
 give the same trajectory. The ratio always uses the behaviour log-probs
 recorded when the batch was sampled.
 
-Per update and per seed the run records (names as in DESIGN.md / TRL):
+Answers are one token by default; with ``config.answer_len`` / ``length_ratio``
+they are several (:mod:`.answers`): the decision token from the logits z, the
+rest from a continuation table w trained by the same token-mean loss (both lag
+together in "lag" mode). Entropy, expected reward and the quadrants stay those
+of the decision distribution softmax(z).
+
+Per update and per seed the run records (names as in TRL where TRL has one):
 entropy and expected_reward (exact, mean over contexts, after the update),
 entropy_change (exact) and entropy_change_first_order (−Cov(log π, Δz)),
-sample_reward, grad_norm (of the logit gradient), staleness (age of the batch),
+sample_reward, grad_norm (of the decision logits' gradient), staleness (age of the batch),
 rollout (how many batches were sampled so far: × S·G = samples seen), ratio_std,
 every stat of policy_loss_runs (c_low, c_high, rho, rho_before, clip_frac_low,
 clip_frac_high, pos_mass, neg_mass, neg_adv_frac, ratio_min/max, approx_kl, ...;
 ρ is NaN for a batch with no gradient-carrying advantage mass),
-and per quadrant (see :mod:`.quadrants`) dH_<q>, clip_frac_<q> and share_<q>.
+per quadrant (see :mod:`.quadrants`) dH_<q>, clip_frac_<q> and share_<q>; and for the
+pilot gate (:mod:`.pilot`) lambda_tokens, rho_start_grad and rho_start_all
+(:func:`length_balance`), best_prob (exact probability of the best tokens) and, with
+multi-token answers, continuation_entropy. The clip fractions, ρ and KL of
+policy_loss_runs are over all answer tokens; ratio_std is over the decision tokens.
 """
 from __future__ import annotations
 
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from ..clipping import make_rule
-from ..clipping.loss import LOG_RATIO_CLAMP
-from ..advantages import group_advantages
+from ..clipping.balance import balance_of, masses
+from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
+from .answers import Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
-from .policy import entropy, expected_reward, log_probs, sample_tokens
+from .policy import best_prob, entropy, expected_reward, log_probs, probs
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
-from .rewards import Task, draw_rewards, make_task
-from .rng import ACTIONS, REWARDS, uniforms
+from .rewards import make_task
 from ..threads import single_thread
 from .update import logit_step, surrogate_gradient
 
-
-class Batch(NamedTuple):
-    tokens: torch.Tensor      # (seeds, S, G) sampled tokens
-    old_logp: torch.Tensor    # (seeds, S, G) behaviour log-probs, recorded at sampling time
-    rewards: torch.Tensor     # (seeds, S, G)
-    advantages: torch.Tensor  # (seeds, S, G)
+START_BOUNDS = (0.6, 1.2)    # BAPO's starting bounds [a⁻, a⁺] (§5.1): where rho_start_* is measured
 
 
 @dataclass
@@ -94,19 +98,6 @@ def check_seeds(seeds) -> list:
     return [int(s) for s in seeds]
 
 
-def sample_batch(task: Task, behaviour_logits: torch.Tensor, seeds: list, rollout: int,
-                 group_size: int, advantage: str) -> Batch:
-    """Sample G tokens per context from the behaviour policy, score them, compute advantages."""
-    n_seeds, S, _ = behaviour_logits.shape
-    dtype = behaviour_logits.dtype
-    u = uniforms(seeds, ACTIONS, rollout, (S, group_size), dtype)
-    tokens = sample_tokens(behaviour_logits, u)
-    old_logp = log_probs(behaviour_logits).gather(-1, tokens)
-    u_reward = uniforms(seeds, REWARDS, rollout, (S, group_size), dtype) if task.bernoulli else None
-    rewards = draw_rewards(task, tokens, u_reward)
-    return Batch(tokens, old_logp, rewards, group_advantages(rewards, advantage))
-
-
 def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=range(20),
              progress: bool = False, keep_logits: bool = False) -> BanditRun:
     """Train the tabular softmax policy for ``config.steps`` updates, all ``seeds`` at once.
@@ -124,6 +115,31 @@ def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=rang
         return _simulate(config, rule, seeds, progress, keep_logits)
 
 
+def _sample(task, behaviour, behaviour_cont, seeds, rollout, answers) -> Batch:
+    return sample_batch(task, behaviour, seeds, rollout, answers["G"], answers["advantage"], behaviour_cont,
+                        answers["answer_len"], answers["length_ratio"])
+
+
+def length_balance(logp, old_logp, adv, mask) -> dict:
+    """Per run, from the loss inputs (runs, batch, tokens): how long wrong answers tip the loss.
+
+    ``lambda_tokens``: λ = Σ_{A<0} |A|·(tokens) / Σ_{A>0} A·(tokens), the wrong answers' tokens over the right
+    ones', each weighted by its answer's |A| (docs/protocol.md, section 1; on-policy ρ = 1/(1 + λ));
+    NaN with no positive mass. ``rho_start_grad`` / ``rho_start_all``: ρ = pos/(pos + neg) at BAPO's
+    starting bounds [0.6, 1.2] with count="grad" / "all" (:mod:`toy_rl.clipping.balance`), i.e. the
+    balance BAPO's search sees before it moves; NaN with no mass.
+    """
+    runs = mask.shape[0]
+    a = adv.reshape(mask.shape[:2] + (-1,)).expand_as(mask)
+    pos, neg = ((a.clamp(min=0) * mask).sum((1, 2)), (a.clamp(max=0).neg() * mask).sum((1, 2)))
+    out = dict(lambda_tokens=torch.where(pos > 0, neg / torch.where(pos > 0, pos, torch.ones_like(pos)), torch.nan))
+    ratio, a, m = token_ratio(logp, old_logp).reshape(runs, -1), a.reshape(runs, -1), mask.reshape(runs, -1)
+    for count in ("grad", "all"):
+        p, q = masses(ratio, a, m, *START_BOUNDS, count)
+        out[f"rho_start_{count}"] = torch.where(p + q > 0, balance_of(p, q, "share"), torch.nan)
+    return out
+
+
 def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logits: bool) -> BanditRun:
     dtype = config.torch_dtype
     task = make_task(config.preset, config.n_tokens, config.n_contexts, config.task_seed, dtype)
@@ -131,10 +147,13 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
     k, E, lr = config.staleness, config.updates_per_batch, config.lr
 
     z = task.init_logits.expand(n, S, K).clone()
+    w = task.init_logits.expand(n, S, K).clone() if config.max_len > 1 else None   # continuation (answers.py)
     initial = dict(entropy=entropy(z).mean(-1), expected_reward=expected_reward(z, task.reward_mean).mean(-1))
     ring = z.expand(k + 1, n, S, K).clone() if config.mode == "lag" else None   # z_{t-k}, ..., z_t
+    ring_w = w.expand(k + 1, n, S, K).clone() if config.mode == "lag" and w is not None else None
     history, behaviours = ([z.clone()], []) if keep_logits else (None, None)
     records = defaultdict(list)
+    answers = dict(G=G, advantage=config.advantage, answer_len=config.answer_len, length_ratio=config.length_ratio)
 
     bar = tqdm(range(config.steps), disable=not progress, file=sys.stderr, leave=False,
                desc=f"{rule.name} k={k}", mininterval=0.5)
@@ -144,20 +163,23 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
             age = t % E
             if age == 0:
                 behaviour = z
-                batch = sample_batch(task, behaviour, seeds, t // E, G, config.advantage)
+                batch = _sample(task, behaviour, w, seeds, t // E, answers)
         else:
             ring[t % (k + 1)] = z
             behaviour = ring[(t - k) % (k + 1)]            # slot last written at t - k (z_0 while t < k)
+            if ring_w is not None:
+                ring_w[t % (k + 1)] = w
             age = min(t, k)
-            batch = sample_batch(task, behaviour, seeds, t, G, config.advantage)
+            batch = _sample(task, behaviour, None if ring_w is None else ring_w[(t - k) % (k + 1)], seeds, t, answers)
         if keep_logits:
             behaviours.append(behaviour.clone())
 
         # 2. the update, through the shared clipped loss
-        grad_z, grad_logp, stats = surrogate_gradient(z, batch.tokens, batch.old_logp, batch.advantages, rule)
+        grad_z, grad_w, grad_logp, stats, loss_tokens = surrogate_gradient(z, batch, rule, w)
         logp_all = log_probs(z)
         step = logit_step(grad_z, logp_all.exp(), lr, config.pg)
         z_next = z + step
+        w_next = None if w is None else w + logit_step(grad_w, probs(w), lr, config.pg)
 
         # 3. diagnostics
         with torch.no_grad():
@@ -187,12 +209,16 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
             empty = (stats["pos_mass"] + stats["neg_mass"]) == 0
             for key in ("rho", "rho_before", "pos_neg_ratio"):
                 rec[key] = torch.where(empty, torch.nan, rec[key])
+            rec.update(length_balance(*loss_tokens))
+            rec["best_prob"] = best_prob(z_next, task.correct).mean(-1)
+            if w is not None:
+                rec["continuation_entropy"] = entropy(w_next).mean(-1)
             for i, q in enumerate(QUADRANTS):
                 for what in ("dH", "clip_frac", "share"):
                     rec[f"{what}_{q}"] = quads[what][:, i]
             for key, v in rec.items():
                 records[key].append(v)
-        z = z_next
+        z, w = z_next, w_next
         if keep_logits:
             history.append(z.clone())
 

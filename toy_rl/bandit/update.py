@@ -2,8 +2,9 @@
 
 The objective is the clipped surrogate of :func:`toy_rl.clipping.policy_loss_runs`
 (BAPO Eq. 3; bounds from the rule, BAPO's from Algorithm 1), one run per seed.
-For the bandit a "sequence" is one sampled token, so each (seeds, S, G) batch
-goes in as (runs = seeds, batch = S·G, tokens = 1).
+For the bandit a "sequence" is one answer, so each (seeds, S, G) batch goes in
+as (runs = seeds, batch = S·G, tokens = T): T = 1 for one-token answers, the
+longest answer otherwise, with a mask (see :mod:`toy_rl.bandit.answers`).
 
 Vanilla policy gradient: autograd of the surrogate with respect to the logits,
     Δz = η · ∂J/∂z.
@@ -19,35 +20,43 @@ from __future__ import annotations
 import torch
 
 from ..clipping import policy_loss_runs
+from .answers import Batch, answer_tokens
 from .policy import log_probs
 
 
-def surrogate_gradient(logits: torch.Tensor, tokens: torch.Tensor, old_logp: torch.Tensor,
-                       advantages: torch.Tensor, rule):
+def surrogate_gradient(logits: torch.Tensor, batch: Batch, rule, cont_logits: torch.Tensor | None = None):
     """Gradient of the clipped surrogate J with respect to the logits, one run per seed.
 
     Args:
-        logits: (seeds, S, K) the policy being trained.
-        tokens: (seeds, S, G) sampled tokens.  old_logp: (seeds, S, G) their behaviour log-probs,
-            recorded when they were sampled.  advantages: (seeds, S, G).
+        logits: (seeds, S, K) the decision policy being trained.
+        batch: a :class:`~toy_rl.bandit.answers.Batch` (tokens, behaviour log-probs recorded when
+            they were sampled, advantages; continuation tokens for multi-token answers).
         rule: a clipping rule (Symmetric(), ClipHigher(), BAPO(), ...).
+        cont_logits: (seeds, S, K) the continuation policy (multi-token answers only).
 
-    J is the token-mean surrogate times S, i.e. the sum over contexts of each
-    context's group mean, so η means the same step for every context whatever S is.
+    J is the token-mean surrogate times S; with one-token answers that is the sum over contexts of
+    each context's group mean, so η means the same step for every context whatever S is. With
+    longer answers every token of every answer counts once (a long wrong answer weighs more).
 
-    Returns (grad_logits (seeds, S, K), grad_logp (seeds, S, G), stats): ``grad_logp``
-    is ∂J/∂log π(a_i) per sample — 0 for clipped samples — which the quadrant
-    decomposition splits ΔH with; ``stats`` is policy_loss_runs' dict of (seeds,) tensors.
+    Returns ``(grad_logits, grad_cont, grad_logp, stats, tokens)``: ``grad_cont`` (None for one-token
+    batches) the continuation's logit gradient; ``grad_logp`` (seeds, S, G) is ∂J/∂log π(a_i) per
+    decision token — 0 for clipped ones — which the quadrant decomposition splits ΔH with; ``stats``
+    is policy_loss_runs' dict of (seeds,) tensors (over all answer tokens); ``tokens`` the detached
+    loss inputs (logp, old_logp, advantages, mask) of :func:`~toy_rl.bandit.answers.answer_tokens`.
     """
-    n_seeds, S, G = tokens.shape
+    S = batch.tokens.shape[1]
+    multi = batch.lengths is not None
     z = logits.detach().requires_grad_(True)
-    logp = log_probs(z).gather(-1, tokens)
-    flat = lambda t: t.reshape(n_seeds, S * G, 1)
-    mask = torch.ones_like(flat(old_logp))
-    loss, stats = policy_loss_runs(flat(logp), flat(old_logp), flat(advantages), mask, rule)
+    w = cont_logits.detach().requires_grad_(True) if multi else None
+    logp = log_probs(z).gather(-1, batch.tokens)
+    flat_logp, old, adv, mask = answer_tokens(logp, w, batch)
+    loss, stats = policy_loss_runs(flat_logp, old, adv, mask, rule)
     objective = -loss.sum() * S
-    grad_logits, grad_logp = torch.autograd.grad(objective, (z, logp))
-    return grad_logits, grad_logp, stats
+    if multi:
+        grad_logits, grad_cont, grad_logp = torch.autograd.grad(objective, (z, w, logp))
+    else:
+        (grad_logits, grad_logp), grad_cont = torch.autograd.grad(objective, (z, logp)), None
+    return grad_logits, grad_cont, grad_logp, stats, (flat_logp.detach(), old, adv, mask)
 
 
 def logit_step(grad_logits: torch.Tensor, pi: torch.Tensor, lr: float, pg: str = "vanilla") -> torch.Tensor:

@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..arithmetic import DEFAULTS, compare, entropy_check, format_summary, set_cpu_threads, summary
+from ..arithmetic import DEFAULTS, entropy_check
+from ..experiments import experiment_name, format_table, grid, summarize, sweep
+from ..threads import set_threads
 from ..arithmetic.tasks import TASKS
 from . import expand_rules
 
@@ -30,7 +32,7 @@ def add_arguments(p):
     p.add_argument("--lr", type=float, default=DEFAULTS["lr"])
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (1 is often fastest here)")
-    p.add_argument("--out", type=Path, default=Path("runs/arithmetic"))
+    p.add_argument("--out", type=Path, default=Path("runs"))
     p.add_argument("--json", action="store_true", help="print the summary rows as JSON")
     p.add_argument("--entropy-check", action="store_true",
                    help="instead of training: check ΔH ≈ −Cov(log π, Δz) for one update of the warm-started model")
@@ -48,20 +50,22 @@ def run(args) -> int:
                              ("--group-size", args.group_size, 2)):
         if value < low:
             raise ValueError(f"{flag} must be >= {low}; got {value}")
-    set_cpu_threads(args.threads)
+    set_threads(args.threads)
     if args.entropy_check:
         return _entropy_check(args, rules)
-    results = compare(args.task, rules, args.staleness, args.mode, args.partial, range(args.seeds), args.out,
-                      progress=not args.json, steps=args.steps, lr=args.lr, device=args.device,
-                      prompts=args.prompts, group_size=args.group_size)
-    rows = summary(results)
+    results = sweep(grid("arithmetic", args.task, rules, args.staleness, range(args.seeds), args.mode, args.partial,
+                         out=args.out, progress=not args.json, steps=args.steps, lr=args.lr, device=args.device,
+                         prompts=args.prompts, group_size=args.group_size, threads=args.threads))
+    rows = summarize(results)
     if args.json:
         print(json.dumps(rows))
         return 0
-    print(format_summary(rows))
-    print("\nfinal acc: greedy accuracy on the fixed held-out set after the last update (95% t-interval over "
-          "seeds); p: Welch t-test against symmetric in the same scenario; other columns: means over updates.")
-    print(f"Metrics (one JSON line per update): {args.out / args.task}/<scenario>/<rule>/seed<k>/metrics.jsonl")
+    print(format_table(rows))
+    print("\nfinal_accuracy: greedy accuracy on the fixed held-out set after the last update (± half the 95% "
+          "t-interval over seeds); auc: accuracy averaged over training; diff/p vs symmetric: paired t-test by seed "
+          "in the same scenario; other columns: means over updates.")
+    print(f"Metrics (one JSON line per update): {args.out / experiment_name('arithmetic', args.task)}/<scenario>/"
+          "<rule>/seed<k>/metrics.jsonl")
     return 0
 
 

@@ -15,7 +15,8 @@ HELP = ("LoRA RL on a pretrained LM (default SmolLM2-135M-Instruct, offline on t
 
 def add_arguments(p):
     from ..lm.presets import preset_names
-    from ..lm.run import DEFAULTS, RULES, TASKS
+    from ..experiments.tasks import task_names
+    from ..lm.run import DEFAULTS, RULES
     p.add_argument("--preset", default=None, choices=preset_names(),
                    help="take the model, dtype, LoRA, checkpointing, batch shape, micro-batch and lr from a preset "
                         "(toy_rl.lm.presets; qwen2.5-7b is rung 4: bf16 on one GPU); flags given too override it")
@@ -24,7 +25,8 @@ def add_arguments(p):
                         "name already in the local cache (never downloaded) (default: the preset's, else "
                         "smollm2-135m)")
     p.add_argument("--task", default="add",
-                   help=f"{', '.join(TASKS)}, or a GSM8K-format .jsonl file (default %(default)s: 2-digit addition)")
+                   help=f"{', '.join(task_names('lm'))}, or a GSM8K-format .jsonl file (default %(default)s: 2-digit "
+                        "addition)")
     p.add_argument("--rule", nargs="+", default=["clip-higher"],
                    help=f"one or more of {', '.join(RULES)}, or all (default %(default)s)")
     p.add_argument("--staleness", nargs="+", type=int, default=[0],
@@ -51,8 +53,8 @@ def add_arguments(p):
                    help="torch CPU threads (default 1: faster than 2 for token-by-token decoding on a busy machine)")
     p.add_argument("--smoke", action="store_true", help="a couple of updates with small batches (a quick check)")
     p.add_argument("--out", type=Path, default=None,
-                   help="root folder of the runs (default runs/lora, runs/lora/<preset> with --preset); each run "
-                        "gets its own sub-folder")
+                   help="root folder of the runs (default runs, runs/<preset> with --preset); each run gets its "
+                        "own sub-folder")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
@@ -76,31 +78,25 @@ def _check(args) -> None:
 
 
 def settings(args) -> dict:
-    """run_lora's keyword arguments: the preset's (if any), then every flag that was given."""
-    from ..lm.run import DEFAULTS, SMOKE, preset_kwargs
-    kw = dict(model="smollm2-135m", dtype="float32", lr=DEFAULTS["lr"])
-    if args.preset:
-        kw.update(preset_kwargs(args.preset))
-        if args.smoke:                            # smoke mode keeps its own small batch
-            for key in SMOKE:
-                kw.pop(key, None)
-    given = dict(model=args.model, dtype=args.dtype, lr=args.lr, micro_batch=args.micro_batch)
-    kw.update({k: v for k, v in given.items() if v is not None})
-    return kw
+    """make_spec's settings from the flags: the preset (if any), then every flag that was given over it."""
+    given = dict(preset=args.preset, model=args.model, dtype=args.dtype, lr=args.lr, micro_batch=args.micro_batch)
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def run(args) -> int:
-    from ..lm.run import SMOKE, baseline, compare_rules, format_table, make_task, task_label
+    from ..experiments import format_table, grid, make_spec, run_dir, run_summaries, run_summary, summarize, sweep
+    from ..experiments.tasks import make_task, task_label
+    from ..lm.run import SMOKE, baseline, model_settings
 
     rules = expand_rules(args.rule)
     _check(args)
-    task = make_task(args.task)                 # ValueError for an unknown name, FileNotFoundError for a bad .jsonl
+    task = make_task("lm", args.task)           # ValueError for an unknown name, FileNotFoundError for a bad .jsonl
     kw = settings(args)
-    model = kw.pop("model")
-    out = args.out or (Path("runs/lora") / args.preset if args.preset else Path("runs/lora"))
+    out = args.out or (Path("runs") / args.preset if args.preset else Path("runs"))
     progress = not args.json and not args.no_progress and sys.stderr.isatty()
     eval_size = SMOKE["eval_size"] if args.smoke else args.eval_size
-    load = dict(dtype=kw.pop("dtype"), device=args.device)
+    first = make_spec("lm", task, smoke=args.smoke, device=args.device, **kw)
+    model, load = first.model, dict(dtype=model_settings(first)["dtype"], device=args.device)
     say = (lambda *a, **k: None) if args.json else print
 
     if not progress:                             # transformers' "Loading weights" bar, once per run
@@ -114,32 +110,34 @@ def run(args) -> int:
         base = baseline(model, task, eval_size, threads=args.threads, **load)
     except (ImportError, FileNotFoundError) as err:      # missing extras or model: load_model's message
         raise ValueError(str(err)) from None
-    say(f"{base['model']} on {task_label(task)} ({base['prompt_format']} prompt): held-out accuracy of the untouched "
+    say(f"{base['model']} on {task_label('lm', task)} ({base['prompt_format']} prompt): held-out accuracy of the untouched "
         f"model {base['accuracy']:.1%} on {base['eval_size']} problems (greedy), {base['seconds']:.0f} s")
     for ex in base["examples"]:
         say(f"  {ex['question']!r} -> {ex['reply']!r} (answer {ex['answer']}, reward {ex['reward']:g})")
 
-    def on_run(s):
+    def on_run(spec, records, status):
+        s = run_summary(records)
         acc = " ".join(f"{a:.2f}" for _, a in s["accuracy_curve"])
         say(f"{s['rule']:<12} staleness {s['staleness']} seed {s['seed']}: accuracy {acc}  "
-            f"[{s['resumed']}, {s['seconds']:.0f} s] {s['out_dir']}")
+            f"[{status}, {s['seconds']:.0f} s] {run_dir(spec)}")
 
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    result = compare_rules(rules, args.staleness, seeds, model=model, task=task, mode=args.mode,
-                           partial=args.partial, steps=args.steps, out_dir=out, smoke=args.smoke, progress=progress,
-                           on_run=on_run, eval_size=eval_size, threads=args.threads, **load, **kw)
+    results = sweep(grid("lm", task, rules, args.staleness, seeds, args.mode, args.partial, steps=args.steps, out=out,
+                         smoke=args.smoke, progress=progress, eval_size=eval_size, threads=args.threads,
+                         device=args.device, **kw), on_run=on_run)
+    table = summarize(results)
     seconds = time.perf_counter() - t0
     if args.json:
-        runs = [{k: v for k, v in s.items() if k != "curves"} for s in result["runs"]]
-        print(json.dumps(dict(baseline=base, table=result["table"], runs=runs, out_dir=str(out), seconds=seconds)))
+        runs = [{k: v for k, v in s.items() if k != "curves"} for s in run_summaries(results)]
+        print(json.dumps(dict(baseline=base, table=table, runs=runs, out_dir=str(out), seconds=seconds)))
         return 0
     say()
-    say(format_table(result["table"]))
-    say("\nbaseline / final_acc / best_acc: held-out greedy accuracy at step 0 (the untouched model), after the last "
-        "update, best evaluation;\nH_first / H_last: token entropy over the first / last 5 updates; rho: positive "
-        "share of the loss (BAPO target 0.4);\nclip_lo / clip_hi: tokens clipped (A<0, r<c_low / A>0, r>c_high); "
-        "|g|: gradient norm before clipping; all means over updates.")
+    say(format_table(table))
+    say("\nstart / final_accuracy: held-out greedy accuracy at step 0 (the untouched model) and after the last "
+        "update (± half the 95% band over seeds);\nauc: accuracy averaged over training; diff / p vs symmetric: "
+        "paired t-test by seed; rho: positive share of the loss (BAPO target 0.4);\nclip_frac_low / high: tokens "
+        "clipped (A<0, r<c_low / A>0, r>c_high); grad_norm: before clipping; all means over updates.")
     say(f"Noise: one held-out accuracy on {eval_size} problems has a standard error of about "
         f"{100 * (0.25 / eval_size) ** 0.5:.0f} points.")
-    say(f"\nMetrics: {out}/<model>-<task>/<mode>/k<staleness>/<rule>/seed<seed>/metrics.jsonl ({seconds:.0f} s in all)")
+    say(f"\nMetrics: {out}/<model>-<task>/<scenario>/<rule>/seed<seed>/metrics.jsonl ({seconds:.0f} s in all)")
     return 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 NAME = "report"
 HELP = ("run a rung's default comparison (1 bandit, 2 arithmetic transformer, 3 LoRA on SmolLM2) and write a "
-        "one-page report: what was run, key plots, summary table with 95%% bands and Welch tests, verdicts")
+        "one-page report: what was run, key plots, summary table with 95%% bands and tests against symmetric, verdicts")
 
 
 def add_arguments(p):

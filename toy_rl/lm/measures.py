@@ -1,5 +1,5 @@
-"""Numbers read off rung-3 run summaries (:func:`toy_rl.lm.run.summarize`: numbers and ``curves``) for notebook
-06 and the rung-3 verdicts: curves, runs grouped by (staleness, rule), per-run volatility and roughness, shares of
+"""Numbers read off rung-3 run summaries (:func:`toy_rl.experiments.run_summaries`: numbers and ``curves``) for
+notebook 06 and the rung-3 verdicts: curves, runs grouped by (staleness, rule), per-run volatility and roughness, shares of
 updates where negatives dominate, BAPO's reach where the search had work, and a stored batch re-clipped at other
 bounds. Views draw these; :mod:`toy_rl.lm.verdicts` tests them.
 """
@@ -33,7 +33,7 @@ def mean_curve(summaries: list[dict], name: str):
 
 
 def group_runs(runs: list[dict]) -> dict:
-    """{(staleness, rule): [summaries over seeds]} from ``compare_rules(...)["runs"]``."""
+    """{(staleness, rule): [summaries over seeds]} from :func:`toy_rl.experiments.run_summaries`."""
     out: dict = {}
     for s in runs:
         out.setdefault((s["staleness"], s["rule"]), []).append(s)

@@ -94,7 +94,7 @@ class Preset:
         answers without their prompt there: log-probs 0.14 nats off on a tiny Qwen2, no error).
     rollout_engine:
         ``"hf"`` (HFPolicy's own sampling loop, the default) or ``"vllm"``
-        (:mod:`toy_rl.lm.vllm_rollout`, optional, untested here).
+        (:mod:`toy_rl.experimental.vllm_rollout`: experimental, never run here).
     prompts, group_size, max_new_tokens:
         prompts per update, answers per prompt (G) and the answer budget (RLConfig's fields).
     micro_batch:

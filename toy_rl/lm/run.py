@@ -1,55 +1,49 @@
-"""Rung 3 (and 4) end to end: a pretrained LM, fresh LoRA adapters, the shared RL loop.
+"""Rungs 3 and 4's backend for :mod:`toy_rl.experiments`: a pretrained LM, fresh LoRA adapters, the shared loop.
 
-    from toy_rl.lm.run import baseline, run_lora, compare_rules
-    base = baseline()                               # held-out greedy accuracy of the untouched model
-    result = run_lora(rule="clip-higher")           # 40 updates: 0.40 -> 0.74 held out, 8.5 min on 2 busy cores
-    summary = compare_rules(stalenesses=(2, 4))     # the three rules, same seeds, one folder per run
+    from toy_rl.experiments import grid, make_spec, run, sweep
+    from toy_rl.lm.run import baseline
+    base = baseline()                                    # held-out greedy accuracy of the untouched model
+    records = run(make_spec("lm", "add", rule="clip-higher"))   # 40 updates: 0.40 -> 0.74 held out, 8.5 min
+    results = sweep(grid("lm", "add", stalenesses=(2, 4), seeds=(0,)))   # the three rules, one folder per run
 
-Everything here only wires :func:`toy_rl.lm.load_policy` (model + LoRA + policy)
-to :func:`toy_rl.rl.loop.train` (rollout, reward, advantage, staleness, clipped
-update, metrics, checkpoints). Each run lives in its own folder::
+Everything here only wires :func:`toy_rl.lm.load_policy` (model + LoRA + policy) to
+:func:`toy_rl.rl.loop.train` (rollout, reward, advantage, staleness, clipped update, metrics, checkpoints).
+Each run lives in its own folder (:mod:`toy_rl.experiments.layout`)::
 
-    <out>/<model>-<task>/<mode>/k<staleness>/<rule>/seed<seed>/
+    <out>/<model>-<task>[-smoke]/<scenario>/<rule>/seed<seed>/
         config.json  metrics.jsonl  checkpoint.pt  batches.pt
 
-``batches.pt`` keeps what every update's loss saw (log-probs now and at sampling
-time, advantages, mask), so a notebook can re-clip a real batch with other bounds
-(:func:`load_batch`, :func:`toy_rl.lm.views.bounds_view`).
+``batches.pt`` keeps what every update's loss saw (log-probs now and at sampling time, advantages, mask), so
+a notebook can re-clip a real batch with other bounds (:func:`load_batch`, :func:`toy_rl.lm.views.bounds_view`).
 
-**Defaults** (:data:`DEFAULTS`) are those measured on SmolLM2-135M-Instruct on a
-2-core CPU (``/work/shared/smollm2_notes.md``): GRPO advantages, lr 3e-4, 8 prompts
-x 8 answers, at most 5 new tokens for 2-digit addition, no KL, gradient clip 1.0,
-40 updates, held-out evaluation every 10 updates on 100 problems (one problem = 1
-point of accuracy; the binomial noise at 100 problems is ±4.5-5 points, 1 standard
-error). Measured: the untouched model scores 0.40; the default run reached 0.64,
-0.68, 0.70, 0.74 after 10, 20, 30, 40 updates, in 8.5 minutes on a busy 2-core
-machine (stale runs of 40 updates took 4.6-4.8 minutes once it was quieter).
+A spec's ``model`` is a name or path (``"smollm2-135m"``, a local folder or ``.gguf`` file, a cached hub name)
+or a zero-argument callable returning a policy (the tests' tiny Llama); its ``preset``
+(:mod:`toy_rl.lm.presets`, e.g. "qwen2.5-7b" for rung 4) sets the model, dtype, LoRA, checkpointing and the
+batch shape; without one the model is SmolLM2-135M-Instruct in float32 with LoRA r16 on q, k, v, o.
 
-Torch runs on **one thread** on the CPU: on a busy 2-core machine two threads made
-a rollout 3-15x slower (measured: 2.1 s vs 7.7-36 s for 64 answers) and the update
-no faster.
+**Defaults** (:data:`DEFAULTS`) are those measured on SmolLM2-135M-Instruct on a 2-core CPU
+(``docs/smollm2.md``): GRPO advantages, lr 3e-4, 8 prompts x 8 answers, at most 5 new tokens for 2-digit
+addition, no KL, gradient clip 1.0, 40 updates, held-out evaluation every 10 updates on 100 problems (one
+problem = 1 point of accuracy; the binomial noise at 100 problems is ±4.5-5 points, 1 standard error).
+Measured: the untouched model scores 0.40; the default run reached 0.64, 0.68, 0.70, 0.74 after 10, 20, 30,
+40 updates, in 8.5 minutes on a busy 2-core machine (stale runs of 40 updates took 4.6-4.8 minutes once it
+was quieter). Torch runs on one thread by default (:mod:`toy_rl.threads`).
 """
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 import math
-import re
 import time
 from pathlib import Path
 
 import torch
 
-from ..threads import single_thread
-from ..clipping import RULES as RULE_CLASSES
-from ..rl.logbook import read_jsonl
-from ..rl.loop import RLConfig, evaluate, train
-from ..rl.sources import MODES
+from ..experiments.layout import model_label
+from ..experiments.spec import RULES
+from ..experiments.tasks import make_task, task_label
+from ..rl.loop import evaluate, train as train_loop
+from ..rl.run_folder import load_state, lock_run, save_state
+from ..threads import cpu_threads
 from .load import SMOLLM2
-from .tasks import ArithmeticTask, GSM8KTask
-
-RULES = ("symmetric", "clip-higher", "bapo")
 
 # The measured default run (see the module docstring): held-out accuracy of SmolLM2-135M on
 # 2-digit addition goes up within a few minutes on 2 CPU cores.
@@ -57,128 +51,58 @@ DEFAULTS = dict(steps=40, prompts=8, group_size=8, lr=3e-4, temperature=1.0, adv
                 max_grad_norm=1.0, eval_every=10, eval_size=100, checkpoint_every=10)
 # Smoke mode: a couple of updates on the real model, a few seconds each.
 SMOKE = dict(steps=2, prompts=2, group_size=4, eval_every=2, eval_size=8, checkpoint_every=1)
-
-# Task names the runner and ``toy-rl lora --task`` know; a path ending in .jsonl is a GSM8K-format file.
-TASKS = {
-    "add": dict(digits=2, op="+"),             # 2-digit addition: SmolLM2-135M starts at ~0.25
-    "add3": dict(digits=3, op="+"),            # 3-digit addition: ~0.15
-    "sub": dict(digits=2, op="-"),
-    "mul": dict(digits=2, op="*", digits2=1),  # 2-digit x 1-digit: ~0.15
-}
+# The backend's own settings: the weights' dtype (None: the preset's, else float32) and whether to keep
+# what each update's loss saw in batches.pt.
+OPTIONS = {"dtype": None, "keep_batches": True}
 GSM8K_MAX_NEW_TOKENS = 256
-
-# Per-update metrics a run summary averages (names as the loop logs them).
-UPDATE_METRICS = ("reward_mean", "entropy", "rho", "rho_before", "c_low", "c_high", "clip_frac_low",
-                  "clip_frac_high", "grad_norm", "neg_adv_frac", "pos_adv_frac", "neg_mass", "pos_mass",
-                  "approx_kl", "staleness_mean", "len_correct", "len_wrong", "search_steps")
+PRESET_RL_FIELDS = ("prompts", "group_size", "max_new_tokens", "micro_batch", "lr", "temperature")
+# The model without a preset: float32 (on-policy ratios exactly 1), LoRA r16 / alpha 32 on q, k, v, o.
+NO_PRESET = dict(dtype="float32", rank=16, alpha=32, mlp=False, gradient_checkpointing=False, share_prompts=None)
 
 
-# ------------------------------------------------------------------------------------------ pieces
-
-def make_task(task="add", prompt_format: str | None = None):
-    """A task object from a name in :data:`TASKS`, a path to a GSM8K-format ``.jsonl`` file, or a task
-    object (returned as it is). ``prompt_format`` ("plain" or "chat") overrides the task's default."""
-    if not isinstance(task, str):
-        if prompt_format is not None and getattr(task, "prompt_format", None) != prompt_format:
-            task = dataclasses.replace(task, prompt_format=prompt_format)
-        return task
-    extra = {} if prompt_format is None else {"prompt_format": prompt_format}
-    if task in TASKS:
-        return ArithmeticTask(**TASKS[task], **extra)
-    if task.endswith(".jsonl"):
-        return GSM8KTask(task, **extra)
-    raise ValueError(f"unknown task {task!r}; choose from {', '.join(TASKS)} or a path to a GSM8K-format .jsonl file")
-
-
-def task_label(task) -> str:
-    """A short name for folders and tables: 'add', 'mul', 'gsm8k-<file>', ..."""
-    for name, fields in TASKS.items():
-        if type(task) is ArithmeticTask and all(getattr(task, k) == v for k, v in fields.items()) \
-                and task.digits2 == fields.get("digits2") and task.shots == 3:
-            return name + ("-chat" if task.prompt_format == "chat" else "")
-    if isinstance(task, GSM8KTask):
-        return "gsm8k-" + Path(task.path).stem
-    return _slug(getattr(task, "name", type(task).__name__))
-
+# ------------------------------------------------------------------------------------------ settings
 
 def max_new_tokens_for(task) -> int:
     """The task's own generation budget (arithmetic: space + digits + stop), else 256 (worked answers)."""
     return int(getattr(task, "max_new_tokens", GSM8K_MAX_NEW_TOKENS))
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "model"
+def rl_defaults(task, preset=None) -> dict:
+    """RL settings the task and the preset decide: the answer budget, then the preset's batch shape, lr and
+    temperature."""
+    out = {"max_new_tokens": max_new_tokens_for(task)}
+    if preset is not None:
+        from .presets import get_preset
+        p = get_preset(preset)
+        out.update({k: getattr(p, k) for k in PRESET_RL_FIELDS})
+    return out
 
 
-def model_label(model) -> str:
-    """'smollm2-135m', the last part of a path or hub name, or a factory's __name__."""
-    if callable(model):
-        return _slug(getattr(model, "__name__", "custom"))
-    return _slug(Path(str(model)).name.removesuffix(".gguf"))
+def default_model(preset=None):
+    """The model of a spec that names none: the preset's, else SmolLM2-135M-Instruct."""
+    if preset is None:
+        return SMOLLM2
+    from .presets import get_preset
+    return get_preset(preset).model
 
 
-def check_rule(rule: str) -> str:
-    if rule not in RULE_CLASSES:
-        raise ValueError(f"unknown rule {rule!r}; choose from {', '.join(RULES)}")
-    return rule
-
-
-def check_staleness(staleness) -> int:
-    if isinstance(staleness, bool) or not isinstance(staleness, int) or staleness < 0:
-        raise ValueError(f"staleness must be an integer >= 0 (0 = on-policy); got {staleness!r}")
-    return staleness
-
-
-def make_config(rule: str = "clip-higher", staleness: int = 0, mode: str = "reuse", partial: int | None = None,
-                steps: int | None = None, seed: int = 0, task=None, smoke: bool = False, **overrides) -> RLConfig:
-    """The :class:`RLConfig` of one run: :data:`DEFAULTS`, then :data:`SMOKE` if ``smoke`` (``steps`` capped
-    at 2), then ``overrides`` (any RLConfig field, e.g. ``lr=1e-4``). ValueError for bad values."""
-    check_rule(rule)
-    check_staleness(staleness)
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
-    if partial is not None and staleness:
-        raise ValueError("partial rollout is its own kind of staleness: use it with staleness 0")
-    fields = {f.name for f in dataclasses.fields(RLConfig)}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise ValueError(f"unknown RL setting(s) {unknown}; RLConfig has {sorted(fields)}")
-    kw = dict(DEFAULTS)
-    if steps is not None:
-        kw["steps"] = steps
-    if smoke:
-        kw.update(SMOKE, steps=min(kw["steps"], SMOKE["steps"]))
-    if task is not None:
-        kw["max_new_tokens"] = max_new_tokens_for(task)
-    kw.update(overrides)
-    return RLConfig(rule=rule, staleness=staleness, mode=mode, partial=partial, seed=seed, **kw)
-
-
-def run_dir(root, model, task, rule: str, staleness: int, seed: int, mode: str = "reuse",
-            partial: int | None = None, smoke: bool = False) -> Path:
-    """``<root>/<model>-<task>[-smoke]/<mode or partialB>/k<staleness>/<rule>/seed<seed>``."""
-    regime = f"partial{partial}" if partial is not None else mode
-    top = f"{model_label(model)}-{task_label(task)}" + ("-smoke" if smoke else "")
-    return Path(root) / top / regime / f"k{staleness}" / rule / f"seed{seed}"
-
-
-@contextlib.contextmanager
-def cpu_threads(threads: int | None):
-    """torch on ``threads`` CPU threads inside the block (1: :func:`single_thread`); None leaves it alone."""
-    if threads is None:
-        yield
-    elif threads == 1:
-        with single_thread():
-            yield
-    else:
-        if threads < 1:
-            raise ValueError(f"threads must be >= 1; got {threads}")
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+def model_settings(spec) -> dict:
+    """:func:`make_policy`'s settings for a spec: the preset's dtype, LoRA and memory settings (else
+    :data:`NO_PRESET`), the ``dtype`` option over them."""
+    kw = dict(NO_PRESET)
+    if spec.preset is not None:
+        from .lora import ATTENTION, MLP
+        from .presets import get_preset
+        p = get_preset(spec.preset)
+        targets = tuple(p.lora_targets)
+        if targets not in (ATTENTION, ATTENTION + MLP) or p.lora_dropout:
+            raise ValueError(f"preset {p.name!r}: the runner adapts q, k, v, o (and the MLP) with dropout 0; "
+                             f"got targets {list(targets)}, dropout {p.lora_dropout}")
+        kw = dict(dtype=p.dtype, rank=p.lora_rank, alpha=p.lora_alpha, mlp=targets == ATTENTION + MLP,
+                  gradient_checkpointing=p.gradient_checkpointing, share_prompts=p.share_prompts)
+    if spec.option("dtype") is not None:
+        kw["dtype"] = spec.option("dtype")
+    return kw
 
 
 def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device="auto", rank: int = 16,
@@ -204,25 +128,6 @@ def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device
     return policy
 
 
-def preset_kwargs(preset) -> dict:
-    """:func:`run_lora` keyword arguments from a preset of :mod:`toy_rl.lm.presets` ("smollm2-135m",
-    "qwen2.5-7b" or a ``Preset``): model, dtype, LoRA, checkpointing, batch shape, lr, temperature.
-
-        run_lora(**preset_kwargs("qwen2.5-7b"), model="/models/Qwen2.5-7B-Instruct", task="gsm8k.jsonl")
-    """
-    from .lora import ATTENTION, MLP
-    from .presets import get_preset
-    p = get_preset(preset)
-    targets = tuple(p.lora_targets)
-    if targets not in (ATTENTION, ATTENTION + MLP) or p.lora_dropout:
-        raise ValueError(f"preset {p.name!r}: run_lora adapts q, k, v, o (and the MLP with mlp=True) with dropout 0; "
-                         f"got targets {list(targets)}, dropout {p.lora_dropout}")
-    return dict(model=p.model, dtype=p.dtype, rank=p.lora_rank, alpha=p.lora_alpha, mlp=targets == ATTENTION + MLP,
-                gradient_checkpointing=p.gradient_checkpointing, share_prompts=p.share_prompts, prompts=p.prompts,
-                group_size=p.group_size, max_new_tokens=p.max_new_tokens, micro_batch=p.micro_batch, lr=p.lr,
-                temperature=p.temperature)
-
-
 # ------------------------------------------------------------------------------------------ baseline
 
 def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, prompt_format: str | None = None,
@@ -235,7 +140,7 @@ def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, promp
     reuse a loaded one (it must be untouched to count as a baseline). ``max_new_tokens`` defaults to
     the task's budget (the one the runs evaluate with); a longer one shows more of a chatty reply.
     """
-    task = make_task(task, prompt_format)
+    task = make_task("lm", task, prompt_format)
     with cpu_threads(threads):
         t0 = time.perf_counter()
         if policy is None:
@@ -256,41 +161,24 @@ def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, promp
                 examples.append(dict(question=p.prompt.rsplit("\n", 1)[-1], answer=p.answer, reply=text,
                                      reward=task.reward(p, text)))
     return dict(accuracy=acc, eval_size=len(problems), seconds=seconds, load_seconds=t1 - t0,
-                model=model_label(model), task=task_label(task), prompt_format=task.prompt_format,
+                model=model_label(model), task=task_label("lm", task), prompt_format=task.prompt_format,
                 examples=examples)
 
 
 # ------------------------------------------------------------------------------------------ one run
 
-def _finished(out: Path, cfg: RLConfig) -> list[dict] | None:
-    """The records of a run already finished in ``out`` with this config, else None."""
-    metrics, config = out / "metrics.jsonl", out / "config.json"
-    if not (metrics.is_file() and config.is_file()):
-        return None
-    try:
-        saved = json.loads(config.read_text())
-        records = read_jsonl(metrics)
-    except (OSError, ValueError):
-        return None
-    defaults = dataclasses.asdict(RLConfig())       # a field added since the run was logged has its default
-    if any(saved.get(k, defaults[k]) != v for k, v in dataclasses.asdict(cfg).items()):
-        return None
-    final = [r for r in records if r.get("final")]
-    return records if final and final[-1]["step"] == cfg.steps else None
-
-
-def _save_batches(out: Path, captured: dict, agg: str) -> None:
-    """Merge what this session's updates saw (``{step: batch}``) into ``batches.pt``; a resumed run
-    replaces the steps it redid."""
-    if not captured:
-        return
-    path = out / "batches.pt"
-    kept = torch.load(path, weights_only=False) if path.is_file() else {}
-    kept = {s: b for s, b in kept.items() if s < min(captured)}
-    kept.update({step: dict(b, step=step, agg=agg) for step, b in captured.items()})
-    tmp = path.with_suffix(".tmp")
-    torch.save(kept, tmp)
-    tmp.replace(path)
+def train(spec, folder) -> list[dict]:
+    """One LoRA RL run of ``spec`` in ``folder`` through :func:`toy_rl.rl.loop.train` (resumes from its
+    checkpoint); keeps each update's batch in ``batches.pt`` unless the ``keep_batches`` option is False."""
+    task = make_task("lm", spec.task)
+    policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, **model_settings(spec))
+    captured: dict = {}
+    keep = spec.option("keep_batches")
+    with lock_run(folder):                          # the batches are this run's too: one writer at a time
+        records = train_loop(spec.rl, policy, task, folder, resume=spec.resume, progress=spec.progress,
+                             on_update=_keep_batch(captured) if keep else None)
+        _save_batches(Path(folder), captured, spec.rl.agg)
+    return records
 
 
 def _keep_batch(store: dict):
@@ -303,99 +191,20 @@ def _keep_batch(store: dict):
     return keep
 
 
-def run_lora(model=SMOLLM2, task="add", rule: str = "clip-higher", staleness: int = 0, mode: str = "reuse",
-             partial: int | None = None, steps: int | None = None, seed: int = 0, out_dir=None, smoke: bool = False,
-             resume: bool = True, progress: bool = True, threads: int | None = 1, dtype="float32", device="auto",
-             rank: int = 16, alpha: float = 32, mlp: bool = False, gradient_checkpointing: bool = False,
-             share_prompts: bool | None = None, keep_batches: bool = True, **overrides) -> dict:
-    """One LoRA RL run through :func:`toy_rl.rl.loop.train`; returns :func:`summarize` of its records.
-
-    model: ``"smollm2-135m"``, a local folder / ``.gguf`` file / cached hub name (rung 4: e.g. a local
-        Qwen2.5-7B-Instruct with ``dtype="bfloat16"``), or a zero-argument callable returning a policy.
-    task: a name in :data:`TASKS` (default "add": 2-digit addition, 3-shot plain prompt), a GSM8K-format
-        ``.jsonl`` path, or a task object.
-    rule, staleness, mode, partial: the clipping rule and the off-policy regime (:mod:`toy_rl.rl.sources`).
-    steps, seed, ``**overrides``: :data:`DEFAULTS` and any other :class:`RLConfig` field (``lr=1e-4``, ...).
-    out_dir: the run's folder (default :func:`run_dir` under ``runs/lora``). A finished run there with
-        the same config is not run again (its records are read); an interrupted one resumes from its
-        last checkpoint (``resume=False`` starts over).
-    smoke: a couple of updates with small batches (:data:`SMOKE`), for tests and notebooks in a hurry.
-    threads: torch CPU threads during the run (default 1, see the module docstring; None: torch's choice).
-    dtype, device, rank, alpha, mlp, gradient_checkpointing, share_prompts: the model and its adapters
-        (:func:`make_policy`); :func:`preset_kwargs` fills them (and the batch shape) from a preset.
-    keep_batches: save what each update's loss saw to ``batches.pt`` (see :func:`load_batch`).
-    """
-    task = make_task(task)
-    cfg = make_config(rule, staleness, mode, partial, steps, seed, task=task, smoke=smoke, **overrides)
-    out = Path(out_dir) if out_dir is not None else run_dir("runs/lora", model, task, rule, staleness, seed, mode,
-                                                            partial, smoke)
-    done = _finished(out, cfg) if resume else None
-    if done is not None:
-        return summarize(done, out_dir=out, resumed="finished")
-    started = (out / "checkpoint.pt").is_file() and resume
-    captured: dict = {}
-    with cpu_threads(threads):
-        t0 = time.perf_counter()
-        policy = make_policy(model, task, seed, dtype=dtype, device=device, rank=rank, alpha=alpha, mlp=mlp,
-                             gradient_checkpointing=gradient_checkpointing, share_prompts=share_prompts)
-        load_seconds = time.perf_counter() - t0
-        records = train(cfg, policy, task, out, resume=resume, progress=progress,
-                        on_update=_keep_batch(captured) if keep_batches else None)
-        _save_batches(out, captured, cfg.agg)
-    return summarize(records, out_dir=out, resumed="resumed" if started else "new", load_seconds=load_seconds,
-                     wall_seconds=time.perf_counter() - t0)
+def _read_batches(path: Path) -> dict:
+    """``batches.pt`` read with ``weights_only=True`` (:func:`toy_rl.rl.run_folder.load_state`); {} if absent."""
+    return load_state(path) if path.is_file() else {}
 
 
-# ------------------------------------------------------------------------------------------ summaries
-
-def _mean(values):
-    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return sum(vals) / len(vals) if vals else None
-
-
-def summarize(records: list[dict], **extra) -> dict:
-    """One run in a few numbers and curves, from its metric records (``train``'s return or metrics.jsonl).
-
-    Numbers: ``baseline`` (accuracy at step 0: the untouched model), ``final_accuracy`` (after the last
-    update), ``best_accuracy``, ``seconds`` (sum of the update times; evaluations included), and the mean
-    over updates of each of :data:`UPDATE_METRICS` plus ``grad_norm_max``, ``entropy_first`` and
-    ``entropy_last`` (mean over the first / last 5 updates). Curves (lists of [step, value]):
-    ``accuracy_curve`` and ``curves[name]`` for every update metric.
-    """
-    steps = [r for r in records if not r.get("final")]
-    final = [r for r in records if r.get("final")]
-    updates = [r for r in steps if "c_low" in r]
-    acc = [[r["step"], r["accuracy"]] for r in steps if r.get("accuracy") is not None]
-    if final and final[-1].get("accuracy") is not None:
-        acc.append([final[-1]["step"], final[-1]["accuracy"]])
-    first = records[0] if records else {}
-    out = dict(rule=first.get("rule"), staleness=first.get("staleness"), steps=len(steps),
-               updates=len(updates), finished=bool(final),
-               baseline=acc[0][1] if acc and acc[0][0] == 0 else None,
-               final_accuracy=final[-1].get("accuracy") if final else None,
-               best_accuracy=max((a for _, a in acc), default=None),
-               accuracy_curve=acc, seconds=sum(r.get("seconds", 0.0) for r in steps))
-    for name in UPDATE_METRICS:
-        out[name] = _mean(r.get(name) for r in updates)
-    norms = [r["grad_norm"] for r in updates if r.get("grad_norm") is not None]
-    out["grad_norm_max"] = max(norms, default=None)
-    ent = [r["entropy"] for r in updates if r.get("entropy") is not None]
-    out["entropy_first"], out["entropy_last"] = _mean(ent[:5]), _mean(ent[-5:])
-    out["curves"] = {name: [[r["step"], r[name]] for r in updates if r.get(name) is not None]
-                     for name in UPDATE_METRICS}
-    out.update({k: (str(v) if isinstance(v, Path) else v) for k, v in extra.items()})
-    return out
-
-
-def load_run(out_dir) -> dict:
-    """:func:`summarize` of the run logged in ``out_dir`` (finished or not), with its config."""
-    out = Path(out_dir)
-    if not (out / "metrics.jsonl").is_file():
-        raise FileNotFoundError(f"no run in {out} (no metrics.jsonl)")
-    s = summarize(read_jsonl(out / "metrics.jsonl"), out_dir=out)
-    if (out / "config.json").is_file():
-        s["config"] = json.loads((out / "config.json").read_text())
-    return s
+def _save_batches(out: Path, captured: dict, agg: str) -> None:
+    """Merge what this session's updates saw (``{step: batch}``) into ``batches.pt``; a resumed run
+    replaces the steps it redid. Written atomically (:func:`toy_rl.rl.run_folder.save_state`)."""
+    if not captured:
+        return
+    path = out / "batches.pt"
+    kept = {s: b for s, b in _read_batches(path).items() if s < min(captured)}
+    kept.update({step: dict(b, step=step, agg=agg) for step, b in captured.items()})
+    save_state(path, kept)
 
 
 def load_batch(out_dir, step: int | None = None) -> dict:
@@ -405,8 +214,8 @@ def load_batch(out_dir, step: int | None = None) -> dict:
     ``step`` and ``agg``."""
     path = Path(out_dir) / "batches.pt"
     if not path.is_file():
-        raise FileNotFoundError(f"no stored batches in {out_dir} (run with keep_batches=True)")
-    batches = torch.load(path, weights_only=False)
+        raise FileNotFoundError(f"no stored batches in {out_dir} (run with the keep_batches option on)")
+    batches = _read_batches(path)
     if not batches:
         raise ValueError(f"{path} holds no batch")
     if step is None:
@@ -419,80 +228,16 @@ def load_batch(out_dir, step: int | None = None) -> dict:
 
 
 def stored_steps(out_dir) -> list[int]:
-    path = Path(out_dir) / "batches.pt"
-    return sorted(torch.load(path, weights_only=False)) if path.is_file() else []
-
-
-# ------------------------------------------------------------------------------------------ comparison
-
-TABLE_KEYS = ("baseline", "final_accuracy", "best_accuracy", "entropy_first", "entropy_last", "rho", "c_low", "c_high",
-              "clip_frac_low", "clip_frac_high", "grad_norm", "grad_norm_max", "reward_mean", "seconds")
-
-
-def compare_rules(rules=RULES, stalenesses=(2, 4), seeds=(0,), model=SMOLLM2, task="add", mode: str = "reuse",
-                  partial: int | None = None, steps: int | None = None, out_dir="runs/lora", smoke: bool = False,
-                  progress: bool = True, on_run=None, **run_kwargs) -> dict:
-    """Every rule at every staleness, with the same seeds; each run in its own :func:`run_dir` under
-    ``out_dir``. Rerunning skips finished runs and resumes interrupted ones, so an interrupted
-    comparison is finished by calling it again.
-
-    Returns ``{"runs": [...], "table": [...], "out_dir": ...}``: ``runs`` holds one :func:`summarize`
-    per (staleness, rule, seed) with ``seed`` and ``out_dir``; ``table`` one row per (staleness, rule)
-    with the mean over seeds of :data:`TABLE_KEYS` (and ``seeds``). ``on_run(summary)`` is called
-    after each run (e.g. to print it). ``run_kwargs`` go to :func:`run_lora`.
-    """
-    rules = [check_rule(r) for r in rules]
-    stalenesses = [check_staleness(k) for k in stalenesses]
-    seeds = list(seeds)
-    if not rules or not stalenesses or not seeds:
-        raise ValueError("need at least one rule, one staleness and one seed")
-    if partial is not None and any(stalenesses):
-        raise ValueError("partial rollout is its own kind of staleness: use it with staleness 0")
-    task_obj = make_task(task)
-    runs = []
-    for k in stalenesses:
-        for rule in rules:
-            for seed in seeds:
-                where = run_dir(out_dir, model, task_obj, rule, k, seed, mode, partial, smoke)
-                s = run_lora(model, task_obj, rule, k, mode, partial, steps, seed, where, smoke=smoke,
-                             progress=progress, **run_kwargs)
-                s["seed"] = seed
-                runs.append(s)
-                if on_run is not None:
-                    on_run(s)
-    return dict(runs=runs, table=table_rows(runs), out_dir=str(out_dir))
-
-
-def table_rows(runs: list[dict]) -> list[dict]:
-    """One row per (staleness, rule) in first-seen order: means over seeds of :data:`TABLE_KEYS`."""
-    groups: dict = {}
-    for s in runs:
-        groups.setdefault((s["staleness"], s["rule"]), []).append(s)
-    rows = []
-    for (k, rule), ss in groups.items():
-        row = dict(staleness=k, rule=rule, seeds=len(ss))
-        row.update({key: _mean(s.get(key) for s in ss) for key in TABLE_KEYS})
-        rows.append(row)
-    return rows
-
-
-def format_table(rows: list[dict], keys=("baseline", "final_accuracy", "best_accuracy", "entropy_first",
-                                         "entropy_last", "rho", "c_low", "c_high", "clip_frac_low",
-                                         "clip_frac_high", "grad_norm", "seconds")) -> str:
-    """A plain-text table of :func:`table_rows` (None shows as '-')."""
-    short = {"final_accuracy": "final_acc", "best_accuracy": "best_acc", "entropy_first": "H_first",
-             "entropy_last": "H_last", "clip_frac_low": "clip_lo", "clip_frac_high": "clip_hi",
-             "grad_norm": "|g|", "seconds": "sec"}
-    head = f"{'k':>3} {'rule':<12}" + "".join(f"{short.get(k, k):>10}" for k in keys)
-    lines = [head]
-    for r in rows:
-        cells = "".join(f"{'-':>10}" if r.get(k) is None else
-                        f"{r[k]:>10.0f}" if k == "seconds" else f"{r[k]:>10.3f}" for k in keys)
-        lines.append(f"{r['staleness']:>3} {r['rule']:<12}" + cells)
-    return "\n".join(lines)
+    """The updates whose batches ``batches.pt`` in ``out_dir`` holds."""
+    return sorted(_read_batches(Path(out_dir) / "batches.pt"))
 
 
 def binomial_se(accuracy: float, n: int) -> float:
     """Standard error of an accuracy measured on ``n`` problems: sqrt(p(1-p)/n) (±4.5 points at
     p = 0.3 or 0.7 and n = 100, ±5 at p = 0.5)."""
     return math.sqrt(max(accuracy * (1 - accuracy), 0.0) / max(n, 1))
+
+
+__all__ = ["DEFAULTS", "GSM8K_MAX_NEW_TOKENS", "NO_PRESET", "OPTIONS", "RULES", "SMOKE", "baseline", "binomial_se",
+           "default_model", "load_batch", "make_policy", "max_new_tokens_for", "model_settings", "rl_defaults",
+           "stored_steps", "train"]

@@ -1,11 +1,12 @@
 """Rung 3's verdicts on the paper's claims 1-5, by the rules of :mod:`toy_rl.verdicts` (paired tests by seed,
 Holm across the claims, direction named, results against counted, BAPO's regime stated).
 
-    comparison = compare_rules(RULES, (2, 4), seeds=(0, 1, 2))          # toy_rl.lm.run
-    for line in claim_verdicts(comparison["runs"] + [on_policy_run]):
+    results = sweep(grid("lm", "add", RULES, (0, 2, 4), seeds=range(3)))     # toy_rl.experiments
+    for line in claim_verdicts(run_summaries(results)):
         print(line)
 
-The inputs are run summaries (:func:`toy_rl.lm.run.summarize`, each with its ``seed``); runs are paired by seed.
+The inputs are run summaries (:func:`toy_rl.experiments.run_summaries`, each with its ``seed``); runs are paired
+by seed.
 With one seed per (staleness, rule), the default on a CPU, no test can be made and every claim says so
 ("not testable: n = 1 < 2 seeds"): a difference of two single runs is not a result, however large it looks
 (one held-out accuracy on 100 problems carries ±5 points of binomial noise).
@@ -50,8 +51,8 @@ def key(name: str):
 
 
 def claim_checks(runs: list[dict], eval_size: int = 100) -> list[Verdict]:
-    """Claims 1-5 judged on logged runs (``compare_rules``'s ``runs``, plus any on-policy run). ``eval_size``: the
-    held-out problems behind each accuracy (only to state its binomial noise)."""
+    """Claims 1-5 judged on logged runs (:func:`toy_rl.experiments.run_summaries`, on-policy runs included).
+    ``eval_size``: the held-out problems behind each accuracy (only to state its binomial noise)."""
     groups = group_runs(runs)
     ks = sorted({k for k, _ in groups})
     stale = [k for k in ks if k > 0]

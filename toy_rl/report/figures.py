@@ -3,8 +3,9 @@ each: ``toy-rl figures [--only NAME ...] [--out docs/figures] [--smoke]``.
 
 Every figure is drawn by the function its notebook calls (:mod:`toy_rl.surrogate`, :mod:`toy_rl.bandit.views`,
 :mod:`toy_rl.arithmetic.views`, :mod:`toy_rl.lm.views`) on runs made by the existing runners
-(:mod:`toy_rl.report.runs`): the long ones (rung 2's sweep, rung 3's LoRA runs) are read back from their run
-folders under ``runs/`` when they are finished there, so regenerating the figures reruns nothing that is done.
+(:mod:`toy_rl.report.runs`, through :mod:`toy_rl.experiments`): the long ones (rung 2's sweep, rung 3's LoRA
+runs) are read back from their run folders under ``runs/`` (``runs/arithmetic-add``, ``runs/smollm2-135m-add``,
+...) when they are finished there, so regenerating the figures reruns nothing that is done.
 
 Beside the PNGs: ``captions.json`` (per figure: caption, configuration, where the runs came from, seconds, size,
 machine, date, command) and ``README.md`` (the figures with their captions). ``--only`` regenerates some
@@ -99,7 +100,8 @@ def _bandit_rules(smoke: bool, runs: Path, progress: bool, model=None):
 
 def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
     from ..bandit import BanditConfig, simulate
-    from ..bandit.views import replay_batches, rho_bound_figure
+    from ..bandit.replay import replay_batches
+    from ..bandit.views import rho_bound_figure
     c = RUNG1_SMOKE if smoke else RUNG1
     cfg = BanditConfig(steps=c["steps"], staleness=FOCUS)     # one symmetric run, its batches replayed
     run = simulate(cfg, "symmetric", range(c["seeds"]), keep_logits=True)
@@ -142,21 +144,22 @@ def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
 
 
 def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..experiments import run_summaries
     from ..lm.views import rules_view
     missing = llm_missing() if model is None else None
     if missing:
         raise Unavailable(missing)
     c = RUNG3_SMOKE if smoke else RUNG3
     k = max(c["stalenesses"]) if smoke else FOCUS
-    summaries, note = lora_runs(runs, (k,), c["seeds"], smoke=smoke, progress=progress, model=model)
-    fig, means = rules_view(summaries, k)
+    results, note = lora_runs(runs, (k,), c["seeds"], smoke=smoke, progress=progress, model=model)
+    fig, means = rules_view(run_summaries(results), k)
     return fig, dict(
         what=(f"Rung 3, LoRA RL on {'SmolLM2-135M-Instruct' if model is None else 'a test model'} (2-digit "
               f"addition, 3-shot prompt) at staleness {k}, the "
               "three rules (per-update metrics: mean of 5). Final held-out accuracy: "
               + ", ".join(f"{r} {m['final_accuracy']:.2f}" for r, m in means.items())),
         config=f"staleness {k} (reuse); " + note,
-        source=f"toy_rl.lm.run.compare_rules under {runs / 'lora'} (finished runs read back, missing ones run)")
+        source=f"toy_rl.experiments.sweep under {runs} (finished runs read back, missing ones run)")
 
 
 FIGURES = {s.name: s for s in (

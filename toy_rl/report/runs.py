@@ -1,12 +1,12 @@
-"""The default comparison of each rung, run (or read back) through the existing runners, for the figures and
-the reports. Nothing here trains or computes statistics itself:
+"""The default comparison of each rung, run (or read back) through the runner, for the figures and the
+reports. Nothing here trains or computes statistics itself:
 
 * rung 1: :func:`toy_rl.bandit.sweep` (seconds; always run now);
-* rung 2: :func:`toy_rl.arithmetic.views.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic`` when
-  they hold every (scenario, rule) with enough finished seeds, else :func:`toy_rl.arithmetic.compare` into the
-  same folder, which resumes: a second call only reads;
-* rung 3: :func:`toy_rl.lm.run.compare_rules` under ``<runs>/lora``, which reads back every finished run whose
-  config matches and runs (or resumes) the others.
+* rung 2: :func:`toy_rl.arithmetic.sweep.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic-<task>``
+  when they hold every (scenario, rule) with enough finished seeds, else :func:`toy_rl.experiments.sweep` into
+  the same folder, which resumes: a second call only reads;
+* rung 3: :func:`toy_rl.experiments.sweep` of rung 3's grid under ``<runs>/smollm2-135m-add``, which reads back
+  every finished run whose config matches and runs (or resumes) the others.
 
 What this module adds is the bookkeeping a caption needs: which configuration the runs on disk were actually
 made with (read from each run's ``config.json``), and whether that is the default full one.
@@ -19,9 +19,10 @@ import tempfile
 from pathlib import Path
 
 from ..arithmetic import DEFAULTS as RUNG2
-from ..arithmetic import RULES
 from ..bandit import BanditConfig, sweep
-from ..arithmetic.warmstart import smoke_config
+from ..experiments import RULES, experiment_name, grid, run_dir
+from ..experiments.layout import seed_of
+from ..experiments import sweep as run_sweep
 
 # --- rung 1 ------------------------------------------------------------------------------------------
 
@@ -45,9 +46,7 @@ def bandit_note(cfg: BanditConfig, seeds: int) -> str:
 # --- rung 2 ------------------------------------------------------------------------------------------
 
 RUNG2_SEEDS = 5        # the logged sweep of the README ("What rung 2 finds")
-# Smoke: the notebooks' own tiny warm start (1 layer, d_model 32; cached after the first use) and a few updates.
-RUNG2_SMOKE = dict(steps=6, prompts=4, group_size=4, eval_every=3, eval_size=16, checkpoint_every=3)
-RUNG2_SMOKE_SEEDS = 2
+RUNG2_SMOKE_SEEDS = 2  # smoke: rung 2's SMOKE settings (toy_rl.arithmetic.run), the tiny warm start
 RL_NOTE_KEYS = ("steps", "prompts", "group_size", "lr", "eval_size")
 
 
@@ -66,24 +65,21 @@ def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: 
                     seeds: int | None = None, steps: int | None = None, smoke: bool = False, progress: bool = True,
                     on_policy_rules=None) -> tuple[dict, str, str]:
     """Rung 2's runs of ``task`` through the runner: (results {(scenario, rule): [records per seed]},
-    source line, config note). Full: ``<runs>/arithmetic`` (``<runs>/arithmetic-steps<N>`` for another number of
-    updates, so runs of another length are never mixed in); smoke: the tiny warm start and
-    :data:`RUNG2_SMOKE` in ``<runs>/arithmetic-smoke``. Uses the first ``seeds`` finished seeds."""
-    from ..arithmetic.views import load_or_compare
+    source line, config note). Full: ``<runs>/arithmetic-<task>`` (``<runs>/steps<N>/arithmetic-<task>`` for
+    another number of updates, so runs of another length are never mixed in); smoke: the tiny warm start and
+    rung 2's SMOKE settings in ``<runs>/arithmetic-<task>-smoke``. Uses the first ``seeds`` finished seeds."""
+    from ..arithmetic.sweep import load_or_compare
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
-    if smoke:
-        overrides = dict(RUNG2_SMOKE, warmstart=smoke_config(task))
-        if steps:
-            overrides["steps"] = steps
-        root = Path(runs) / "arithmetic-smoke"
-    else:
-        overrides = {} if not steps or steps == RUNG2["steps"] else {"steps": steps}
-        root = Path(runs) / ("arithmetic" if not overrides else f"arithmetic-steps{steps}")
+    overrides = {"smoke": True} if smoke else {}
+    if steps and (smoke or steps != RUNG2["steps"]):
+        overrides["steps"] = steps
+    root = Path(runs) / f"steps{steps}" if "steps" in overrides and not smoke else Path(runs)
     results, source = load_or_compare(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
                                       progress=progress, on_policy_rules=on_policy_rules, **overrides)
     results = {key: runs_[:seeds] for key, runs_ in results.items()}
-    expected = {**RUNG2, **{k: v for k, v in overrides.items() if k != "warmstart"}}
-    return results, source, arithmetic_note(root / task, list(results), seeds, expected, smoke)
+    expected = {**RUNG2, **{k: v for k, v in overrides.items() if k != "smoke"}}
+    where = root / experiment_name("arithmetic", task, smoke=smoke)
+    return results, source, arithmetic_note(where, list(results), seeds, expected, smoke)
 
 
 def _distinct(configs: list[dict], key: str) -> str:
@@ -108,10 +104,16 @@ def config_note(configs: list[dict], seeds: int, expected: dict, smoke: str | No
     return note + " (the default full configuration)"
 
 
+def seed_order(folder: Path) -> int:
+    seed = seed_of(folder)
+    return -1 if seed is None else seed
+
+
 def arithmetic_note(root: Path, keys, seeds: int, expected: dict, smoke: bool) -> str:
     """:func:`config_note` of the first ``seeds`` run folders of each (scenario, rule) in ``keys``."""
     configs = [json.loads((d / "config.json").read_text()) for scenario, rule in keys
-               for d in sorted((root / scenario / rule).glob("seed*"))[:seeds] if (d / "config.json").is_file()]
+               for d in sorted((root / scenario / rule).glob("seed*"), key=seed_order)[:seeds]
+               if (d / "config.json").is_file()]
     return config_note(configs, seeds, expected, "tiny warm start, a few updates" if smoke else None)
 
 
@@ -137,21 +139,21 @@ def llm_missing() -> str | None:
 
 def lora_runs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
               smoke: bool = False, progress: bool = True, on_policy: bool = False, model=None,
-              **run_kwargs) -> tuple[list[dict], str]:
-    """Rung 3's runs through :func:`toy_rl.lm.run.compare_rules` under ``<runs>/lora``: the three rules at each
-    staleness, plus (``on_policy``) notebook 06's on-policy clip-higher run. Returns (run summaries, config note).
-    ``model``: default SmolLM2-135M-Instruct; the tests pass a tiny random model."""
-    from ..lm.load import SMOLLM2
+              **settings) -> tuple[dict, str]:
+    """Rung 3's runs through :func:`toy_rl.experiments.sweep` under ``<runs>/<model>-add``: the three rules at each
+    staleness, plus (``on_policy``) notebook 06's on-policy clip-higher run. Returns (results {(scenario, rule):
+    [records per seed]}, config note). ``model``: default SmolLM2-135M-Instruct; the tests pass a tiny random one.
+    ``settings``: more of :func:`toy_rl.experiments.make_spec`'s."""
     from ..lm.run import DEFAULTS as RUNG3_RL
-    from ..lm.run import compare_rules
-    model = model or SMOLLM2
-    kw = dict(seeds=range(seeds), model=model, task="add", steps=steps, out_dir=Path(runs) / "lora", smoke=smoke,
-              progress=progress, **run_kwargs)
-    out = compare_rules(RULES, stalenesses, **kw)["runs"]
+    kw = dict(seeds=range(seeds), model=model, out=Path(runs), smoke=smoke, progress=progress, **settings)
+    if steps:
+        kw["steps"] = steps
+    specs = grid("lm", "add", RULES, stalenesses, **kw)
     if on_policy:
-        out += compare_rules(("clip-higher",), (0,), **kw)["runs"]
-    configs = [json.loads((Path(s["out_dir"]) / "config.json").read_text()) for s in out
-               if (Path(s["out_dir"]) / "config.json").is_file()]
+        specs += grid("lm", "add", ("clip-higher",), (0,), **kw)
+    results = run_sweep(specs)
+    configs = [json.loads((run_dir(s) / "config.json").read_text()) for s in specs
+               if (run_dir(s) / "config.json").is_file()]
     expected = dict(RUNG3_RL, steps=steps or RUNG3_RL["steps"])
     note = config_note(configs, seeds, expected, "two updates on small batches" if smoke else None)
-    return out, note
+    return results, note

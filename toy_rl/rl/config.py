@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..advantages import ADVANTAGES
 from ..clipping import BAPO, RULES, make_rule
 from ..clipping.checks import AGGREGATIONS
-from ..clipping.rules import ClipHigher, FixedRule, Symmetric
+from ..clipping.rules import ClipHigher, FixedBounds, FixedRule, Symmetric
 from .sources import MODES
 
 
@@ -113,7 +113,7 @@ def rule_label(rule) -> str:
         parts = [f"{_BAPO_KEYS.get(f.name, '')}{_value(getattr(obj, f.name))}" for f in dataclasses.fields(obj)
                  if getattr(obj, f.name) != getattr(default, f.name)]
         return "-".join(["bapo"] + parts)
-    if isinstance(obj, FixedRule):
+    if isinstance(obj, (FixedRule, FixedBounds)):
         extra = [v for v, default in ((obj.count, "grad"), (obj.balance, "share")) if v != default]
         if type(obj) is Symmetric:
             parts = ["symmetric", _num(obj.eps_low)]

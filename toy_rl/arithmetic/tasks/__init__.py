@@ -6,6 +6,9 @@
 
 Every task has ``sample(n, rng)``, ``heldout(n)``, ``reward(problem, completion)``,
 ``supervised_target(problem)`` and ``max_answer_chars`` (see ``base.Task``).
+
+These are rung 2's names; the registry across rungs is :mod:`toy_rl.experiments.tasks`
+(``make_task("arithmetic", "add")`` here, ``make_task("lm", "add")`` for rung 3's few-shot addition).
 """
 from __future__ import annotations
 

@@ -10,8 +10,6 @@ What they draw is computed in the library: :mod:`toy_rl.arithmetic.sweep` (load 
 sweep), :mod:`toy_rl.arithmetic.measures` (one number per seed and the tables), :mod:`toy_rl.arithmetic.demos`
 (the sliders' live batches), :mod:`toy_rl.arithmetic.verdicts` (the paper's claims).
 """
-from ..demos import stale_batch          # noqa: F401  (kept importable here for bench/bench_arithmetic.py)
-from ..sweep import load_or_compare      # noqa: F401  (kept importable here for toy_rl.report.runs)
 from .batches import budget_callback, clip_callback, clip_view, version_map
 from .training import (PARTIAL_PANELS, RULE_PANELS, SCENARIO_PANELS, accuracy_vs_groups, entropy_check_view,
                        length_view, partial_curves, rule_bands, rules_callback, scenario_bands, warmstart_view)

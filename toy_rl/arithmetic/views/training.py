@@ -11,12 +11,12 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
+from ...experiments import curve
 from ...plotting import band, colour_of, smooth, window_label
 from ...rl.entropy_check import QUADRANTS
 from ...stats import mean_ignoring_nan
 from ...verdicts import RHO0
 from ..measures import TABULAR_SIGN, accuracy_at_groups, entropy_check_rows, length_stats, pooled, seed_stats
-from ..run import curve
 from ..tasks import get_task
 from ..warmstart import cache_path
 

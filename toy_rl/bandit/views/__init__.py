@@ -9,7 +9,6 @@ What they draw is computed in the library: :mod:`toy_rl.bandit.measures` (number
 :mod:`toy_rl.bandit.replay` (a run's batches rebuilt), :mod:`toy_rl.bandit.demos` (the sliders' instances and
 short runs), :mod:`toy_rl.bandit.verdicts` (the paper's claims).
 """
-from ..replay import replay_batches      # noqa: F401  (kept importable here for toy_rl.report.figures)
 from .balance import ablation_figure, readings_figure, rho_bound_figure
 from .entropy_rule import (QUADRANT_COLOURS, QUADRANT_LABELS, entropy_rule_scatter, error_vs_eta, explain_callback,
                            explain_view, quadrant_bars)

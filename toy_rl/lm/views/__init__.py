@@ -4,10 +4,9 @@ builds its own ``matplotlib.figure.Figure`` and returns it with the numbers it d
     runs    one run, the rules side by side at one staleness, one rule across stalenesses
     batch   a stored batch re-clipped at the slider's bounds
 
-The inputs are :mod:`toy_rl.lm.run`'s run summaries and stored batches; what the views draw is computed in
-:mod:`toy_rl.lm.measures`, and the paper's claims are judged in :mod:`toy_rl.lm.verdicts`.
+The inputs are run summaries (:func:`toy_rl.experiments.run_summaries`) and stored batches; what the views draw
+is computed in :mod:`toy_rl.lm.measures`, and the paper's claims are judged in :mod:`toy_rl.lm.verdicts`.
 """
-from ..verdicts import claim_verdicts as claims    # noqa: F401  (the old name, kept for tests/test_lm_run.py)
 from .batch import bounds_callback, bounds_view
 from .runs import PANELS, STALENESS_STYLES, rules_callback, rules_view, run_figure, staleness_view
 

@@ -1,6 +1,6 @@
 """Notebook 06's figures of training runs (rung 3: LoRA RL on SmolLM2-135M): one run, the rules side by side at
-one staleness, one rule across stalenesses. The inputs are :mod:`toy_rl.lm.run`'s run summaries; the numbers
-beside each figure come from :mod:`toy_rl.lm.measures`.
+one staleness, one rule across stalenesses. The inputs are run summaries (:func:`toy_rl.experiments.run_summaries`);
+the numbers beside each figure come from :mod:`toy_rl.lm.measures`.
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Optional rollouts with vLLM + LoRA: the ``sample`` half of the policy interface. UNTESTED.
+"""Optional rollouts with vLLM + LoRA: the ``sample`` half of the policy interface. EXPERIMENTAL: never run here.
 
 **Status: written against vLLM's documented API (``LLM``, ``SamplingParams``,
 ``TokensPrompt``, ``LoRARequest``) but never run: the machine this package is
 developed on has no GPU and no vLLM. Only the "vLLM is absent" path is tested.**
 The default stays HFPolicy's own sampling loop (``rollout_engine="hf"``).
 
-    from toy_rl.lm.vllm_rollout import VLLMPolicy, is_available
+    from toy_rl.experimental.vllm_rollout import VLLMPolicy, is_available
     policy = VLLMPolicy(hf_policy, "path/to/Qwen2.5-7B-Instruct")   # same weights on disk
     train(cfg, policy, task, out_dir)        # sample() runs in vLLM; score() and training stay in HF
 
@@ -19,7 +19,7 @@ including the older snapshot that the ``lag`` staleness mode loads.
 behaviour log-probs it returns differ from HF's ``score`` of the same tokens even
 with identical weights: the ratio r = exp(logp_HF - logp_vLLM) is not 1 on-policy,
 clip fractions are not 0, and the three clipping rules no longer coincide where
-the lab says they must (DESIGN.md, "on-policy"). Hence ``rescore=True`` (the
+the lab says they must (on-policy, r ≡ 1: docs/protocol.md). Hence ``rescore=True`` (the
 default): after sampling, the behaviour log-probs are recomputed with the HF model
 (one no-grad forward, in chunks), and vLLM's own numbers are only used if you ask.
 A second trap: vLLM >= 0.10.2 returns log-probs *before* temperature by default

@@ -1,0 +1,246 @@
+"""Rung 1's default comparison: the three rules and the protocol's controls, tested by seed.
+
+    from toy_rl.bandit.comparison import compare, format_rows
+    rows = compare("long-failures", seeds=range(20))          # 2–7 min on one thread of a shared 2-core CPU
+    print(format_rows(rows))
+
+What runs (docs/protocol.md, sections 3, 4 and 6), at staleness 2 and 4 of both
+kinds (``mode="reuse"``: epoch reuse of one batch; ``mode="lag"``: a fresh batch
+from the policy k updates old), all on the same seeds:
+
+    symmetric [0.8, 1.2], clip-higher [0.8, 1.28], BAPO (§5.1 defaults),
+    fixed [0.6, 1.2]        BAPO's starting point: is the search doing anything?
+    BAPO a⁻ = 0.8           does the low start of c_low matter more than the adaptivity?
+    fixed at BAPO's mean    adaptive bounds vs the same bounds held fixed (BAPO's realised
+                            mean c_low, c_high in that cell, over seeds and the updates where
+                            a bound can clip: stale, with advantage mass; :func:`realised_bounds`)
+    fixed [0.8, 2.0]        a wide upper bound alone
+    BAPO authors' code      ``BAPO.authors_code()`` (paper_vs_code.md, section 4)
+    BAPO ρ0 = 0.5           sensitivity to the target
+
+Endpoints, one number per seed, declared before running: ``final_reward`` (exact expected
+reward after the last update) and ``p_best`` (share of contexts whose best tokens end with
+more than half the probability, :func:`toy_rl.bandit.policy.best_found`); ``mean_reward``
+(over all updates, the learning speed) is reported and tested as a secondary endpoint.
+Every rule is tested against BAPO with a paired t-test by seed (``toy_rl.stats.paired_test``,
+difference BAPO − rule) and the p-values of the whole table are Holm-adjusted together
+(``toy_rl.stats.holm``). Each cell also carries the pilot gate of its BAPO run (``regime``):
+in the balanced regime BAPO is the fixed rule [0.6, 1.2] and its rows say nothing about
+adaptive clipping.
+
+A wider trust region is also a bigger step (protocol.md, section 3): :func:`step_size_sweep`
+runs each rule over a grid of η and :func:`tuned_comparison` compares the rules each at its
+own best η (chosen on separate tuning seeds) and at matched KL per update.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
+from ..stats import confidence_band, holm, paired_test
+from .config import BanditConfig
+from .experiments import _pm as band_text     # "mean±half-width" of a row's name/_lo/_hi columns
+from .pilot import run_summary
+from .policy import best_found
+from .presets import DEFAULT, get_preset
+from .simulate import check_seeds, simulate
+
+ENDPOINTS = ("final_reward", "p_best", "mean_reward")
+CELLS = tuple((mode, k) for mode in ("reuse", "lag") for k in (2, 4))
+MEAN_BOUNDS = "fixed@bapo-mean"
+
+
+def control_rules() -> dict:
+    """The rules of the default comparison, by label (the fixed rule at BAPO's mean bounds is added per cell)."""
+    return {
+        "symmetric": Symmetric(),
+        "clip-higher": ClipHigher(),
+        "bapo": BAPO(),
+        "fixed[0.6,1.2]": FixedBounds(lo=0.6, hi=1.2),
+        "bapo a-=0.8": BAPO(low_range=(0.8, 0.9)),
+        "fixed[0.8,2.0]": FixedBounds(lo=0.8, hi=2.0),
+        "bapo-authors": BAPO.authors_code(),
+        "bapo rho0=0.5": BAPO(rho0=0.5),
+    }
+
+
+def per_seed_scores(run) -> dict:
+    """The endpoints of one run, one value per seed, plus the means over updates of the bounds and the KL."""
+    m = run.metrics
+    return dict(final_reward=m["expected_reward"][:, -1],
+                p_best=best_found(run.final_logits, run.extra["task"].correct).cpu().numpy(),
+                mean_reward=m["expected_reward"].mean(1),
+                c_low=m["c_low"].mean(1), c_high=m["c_high"].mean(1), approx_kl=m["approx_kl"].mean(1))
+
+
+def _config(config) -> BanditConfig:
+    if isinstance(config, str):
+        return get_preset(config)
+    if not isinstance(config, BanditConfig):
+        raise ValueError(f"config must be a preset name or a BanditConfig; got {config!r}")
+    return config
+
+
+def realised_bounds(run) -> tuple:
+    """BAPO's mean (c_low, c_high) over the seeds and the updates where a bound could clip: the batch is stale
+    (staleness > 0; on-policy r ≡ 1 and no bound clips) and carries advantage mass (ρ defined); rounded to 4 places."""
+    m = run.metrics
+    active = np.isfinite(m["rho_before"]) & (m["staleness"] > 0)
+    if not active.any():
+        raise ValueError("BAPO's run has no stale update with advantage mass: its bounds never mattered")
+    return round(float(m["c_low"][active].mean()), 4), round(float(m["c_high"][active].mean()), 4)
+
+
+def run_cell(config: BanditConfig, rules: dict, seeds) -> dict:
+    """Every rule on one configuration, same seeds: {label: BanditRun}; adds the fixed rule at BAPO's mean bounds."""
+    runs = {label: simulate(config, rule, seeds) for label, rule in rules.items()}
+    if "bapo" in runs:
+        lo, hi = realised_bounds(runs["bapo"])
+        runs[MEAN_BOUNDS] = simulate(config, FixedBounds(lo=min(lo, 1.0), hi=max(hi, 1.0)), seeds)
+    return runs
+
+
+def cell_rows(runs: dict, reference: str = "bapo", **cell) -> list:
+    """One row per rule: endpoint means with 95% bands, mean bounds and KL, and paired tests against
+    ``reference`` (diff = reference − rule; p before Holm)."""
+    scores = {label: per_seed_scores(run) for label, run in runs.items()}
+    gate = run_summary(runs[reference]) if reference in runs else {}
+    rows = []
+    for label, s in scores.items():
+        row = dict(cell, rule=label, rule_repr=repr(runs[label].extra["rule_obj"]), seeds=len(runs[label].seeds),
+                   regime=gate.get("regime"), bapo_moved_frac=gate.get("search_moved_frac"))
+        for name, values in s.items():
+            mean, lo, hi = confidence_band(values)
+            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = float(mean), float(lo), float(hi)
+        if label != reference and reference in scores:
+            for name in ENDPOINTS:
+                test = paired_test(scores[reference][name], s[name])
+                row[f"diff_{name}"], row[f"p_{name}"] = test["diff"], test["p"]
+        rows.append(row)
+    return rows
+
+
+def add_holm(rows: list) -> list:
+    """Holm-adjust every p_<endpoint> of the table together (one family); writes p_holm_<endpoint>."""
+    keys = [(i, name) for i, row in enumerate(rows) for name in ENDPOINTS if f"p_{name}" in row]
+    adjusted = holm([rows[i][f"p_{name}"] for i, name in keys])
+    for (i, name), p in zip(keys, adjusted):
+        rows[i][f"p_holm_{name}"] = p
+    return rows
+
+
+def compare(config=DEFAULT, seeds=range(10), cells=CELLS, rules: dict | None = None, steps: int | None = None,
+            progress: bool = False) -> list:
+    """The default comparison (module docstring): rows for every (mode, staleness) cell and rule, Holm-adjusted.
+
+    Args:
+        config: a preset name (default "long-failures") or a BanditConfig.
+        seeds: the seeds, shared by every rule (pairs for the tests).
+        cells: (mode, staleness) pairs; default reuse and lag at 2 and 4.
+        rules: {label: rule}; default :func:`control_rules` (the fixed rule at BAPO's mean is added).
+        steps: override ``config.steps``.
+    """
+    config = _config(config)
+    seeds = check_seeds(seeds)
+    rules = control_rules() if rules is None else dict(rules)
+    if steps is not None:
+        config = replace(config, steps=steps)
+    rows = []
+    for mode, k in cells:
+        if progress:
+            print(f"cell {mode} k={k}", flush=True)
+        runs = run_cell(replace(config, mode=mode, staleness=k), rules, seeds)
+        rows += cell_rows(runs, mode=mode, staleness=k)
+    return add_holm(rows)
+
+
+STEP_FACTORS = (0.5, 1.0, 2.0, 4.0)
+
+
+def step_size_sweep(config=DEFAULT, rules: dict | None = None, lrs=STEP_FACTORS, seeds=range(6),
+                    staleness: int = 2, mode: str = "reuse") -> list:
+    """Each rule at each η = ``config.lr`` × factor in ``lrs``: rows with the per-seed endpoint means and the
+    mean KL per update (approx_kl). Factors, not absolute values, so one grid serves every preset."""
+    config = _config(config)
+    seeds = check_seeds(seeds)
+    rules = rules or dict(symmetric=Symmetric(), **{"clip-higher": ClipHigher()}, bapo=BAPO())
+    if not lrs or any(not (isinstance(f, (int, float)) and f > 0) for f in lrs):
+        raise ValueError(f"lrs must be positive factors of config.lr; got {lrs!r}")
+    rows = []
+    for label, rule in rules.items():
+        for factor in lrs:
+            cfg = replace(config, lr=config.lr * factor, staleness=staleness, mode=mode)
+            s = per_seed_scores(simulate(cfg, rule, seeds))
+            rows.append(dict(rule=label, lr=cfg.lr, factor=factor, **{k: float(np.mean(v)) for k, v in s.items()}))
+    return rows
+
+
+def best_step(rows: list, metric: str = "final_reward") -> dict:
+    """{rule: η} with the highest mean ``metric`` in :func:`step_size_sweep`'s rows (ties: the smaller η)."""
+    best = {}
+    for row in sorted(rows, key=lambda r: r["lr"]):
+        if row["rule"] not in best or row[metric] > best[row["rule"]][metric]:
+            best[row["rule"]] = row
+    return {rule: row["lr"] for rule, row in best.items()}
+
+
+def matched_kl_step(rows: list, target: float | None = None) -> dict:
+    """{rule: η} whose mean KL per update is closest (in log) to ``target`` (default: the geometric mean of every
+    row's KL), so that rules are compared at the same size of step rather than the same η."""
+    kls = [r["approx_kl"] for r in rows if r["approx_kl"] > 0]
+    if not kls:
+        raise ValueError("no row has a positive approx_kl (on-policy runs cannot be matched by KL)")
+    target = float(np.exp(np.mean(np.log(kls)))) if target is None else target
+    out = {}
+    for rule in dict.fromkeys(r["rule"] for r in rows):
+        mine = [r for r in rows if r["rule"] == rule and r["approx_kl"] > 0]
+        out[rule] = min(mine, key=lambda r: abs(math.log(r["approx_kl"] / target)))["lr"]
+    return out
+
+
+def tuned_comparison(config=DEFAULT, rules: dict | None = None, lrs=STEP_FACTORS, tune_seeds=range(100, 106),
+                     seeds=range(10), staleness: int = 2, mode: str = "reuse", metric: str = "final_reward") -> dict:
+    """Compare rules each at its own step size: the best η for ``metric`` and the η of matched KL, both picked on
+    ``tune_seeds`` (disjoint from ``seeds``, so picking cannot flatter the test), then tested on ``seeds``.
+
+    Returns {"sweep": rows, "best": {rule: η}, "best_at_edge": [rules whose best η is the smallest or largest of
+    the grid: widen it], "matched_kl": {rule: η}, "rows_best": [...], "rows_kl": [...]}, the last two
+    Holm-adjusted tables of :func:`cell_rows` (BAPO as the reference)."""
+    config = _config(config)
+    rules = rules or dict(symmetric=Symmetric(), **{"clip-higher": ClipHigher()}, bapo=BAPO())
+    if set(check_seeds(tune_seeds)) & set(check_seeds(seeds)):
+        raise ValueError("tune_seeds and seeds must be disjoint (pick the step on other seeds than you test on)")
+    sweep_rows = step_size_sweep(config, rules, lrs, tune_seeds, staleness, mode)
+    out = dict(sweep=sweep_rows, best=best_step(sweep_rows, metric), matched_kl=matched_kl_step(sweep_rows))
+    grid = sorted({row["lr"] for row in sweep_rows})
+    out["best_at_edge"] = [rule for rule, lr in out["best"].items() if len(grid) > 1 and lr in (grid[0], grid[-1])]
+    base = replace(config, staleness=staleness, mode=mode)
+    for key in ("best", "matched_kl"):
+        runs = {label: simulate(replace(base, lr=out[key][label]), rule, seeds) for label, rule in rules.items()}
+        rows = cell_rows(runs, mode=mode, staleness=staleness, step=key)
+        for row in rows:
+            row["lr"] = out[key][row["rule"]]
+        out[f"rows_{'kl' if key == 'matched_kl' else key}"] = add_holm(rows)
+    return out
+
+
+def format_rows(rows: list) -> str:
+    """A fixed-width table: endpoints (± 95% half-width), BAPO − rule with Holm-adjusted p, mean bounds, KL."""
+    head = ["mode", "k", "rule", "final R", "P(best)", "mean R", "ΔfinalR", "p_holm", "ΔP(best)", "p_holm",
+            "ΔmeanR", "p_holm", "c_low", "c_high", "KL", "regime"]
+    lines = [head]
+    for r in rows:
+        def test(name):
+            if f"diff_{name}" not in r:
+                return ["", ""]
+            p = r.get(f"p_holm_{name}", r.get(f"p_{name}"))
+            return [f"{r[f'diff_{name}']:+.3f}", "n/a" if not np.isfinite(p) else f"{p:.3f}"]
+        lines.append([r.get("mode", ""), str(r.get("staleness", "")), r["rule"], band_text(r, "final_reward"),
+                      band_text(r, "p_best"), band_text(r, "mean_reward"), *test("final_reward"), *test("p_best"),
+                      *test("mean_reward"), f"{r['c_low']:.2f}", f"{r['c_high']:.2f}", f"{r['approx_kl']:.4f}",
+                      str(r.get("regime") or "")])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines)
