@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from toy_rl.bandit.pilot import pilot, pilot_summary
+from toy_rl.bandit.pilot import pilot
+from toy_rl.experiments.pilot import pilot_summary
 from toy_rl.bandit.presets import CONTROL, DEFAULT, PRESETS
 from toy_rl.clipping import Symmetric
 
@@ -16,7 +17,7 @@ def test_summary_by_hand():
     c_low = [[0.60, 0.62, 0.60, 0.60]]
     c_high = [[3.00, 3.00, 1.20, 1.20]]                 # moved in the first half only
     s = pilot_summary(rho, c_low, c_high, [[0.1, 0.0, 0.0, 0.1]], [[0.0, 0.2, 0.0, 0.2]], [[1e-3] * 4],
-                      lambda_tokens=[[2.0, 2.0, NAN, 1.0]], rho_start_grad=rho, rho_start_all=[[0.3, 0.3, NAN, 0.5]])
+                      lambda_mass=[[2.0, 2.0, NAN, 1.0]], rho_start_grad=rho, rho_start_all=[[0.3, 0.3, NAN, 0.5]])
     assert s["regime"] == "negatives-dominate"
     assert s["rho_below_target_frac"] == pytest.approx(2 / 3) and s["rho_defined_frac"] == 0.75
     assert s["search_moved_frac"] == 0.5 and s["search_moved_frac_early"] == 1.0 and s["search_moved_frac_late"] == 0.0

@@ -111,9 +111,9 @@ def test_one_token_runs_are_unchanged_bit_for_bit():
 def test_on_policy_lambda_is_the_length_ratio_and_rho_is_one_over_one_plus_lambda(answer_len, length_ratio, lam):
     cfg = replace(SMALL, answer_len=answer_len, length_ratio=length_ratio, staleness=0)
     m = simulate(cfg, BAPO(), seeds=range(3)).metrics
-    mixed = np.isfinite(m["lambda_tokens"])
+    mixed = np.isfinite(m["lambda_mass"])
     assert mixed.mean() > 0.3                                                  # enough updates with a mixed group
-    np.testing.assert_allclose(m["lambda_tokens"][mixed], lam, rtol=1e-12)
+    np.testing.assert_allclose(m["lambda_mass"][mixed], lam, rtol=1e-12)
     for key in ("rho_start_grad", "rho_start_all", "rho_before"):
         np.testing.assert_allclose(m[key][mixed], 1 / (1 + lam), rtol=1e-12)
     assert np.isnan(m["rho_start_grad"][~mixed]).all()
@@ -122,8 +122,8 @@ def test_on_policy_lambda_is_the_length_ratio_and_rho_is_one_over_one_plus_lambd
 def test_lambda_is_token_weighted_not_a_count_of_answers():
     """Bernoulli rewards: many more wrong answers than right ones early, yet λ is the length ratio (|A|-weighted)."""
     m = simulate(replace(SMALL, preset="bernoulli", answer_len=2, length_ratio=2.0), "symmetric", seeds=range(3)).metrics
-    mixed = np.isfinite(m["lambda_tokens"])
-    np.testing.assert_allclose(m["lambda_tokens"][mixed], 2.0, rtol=1e-12)
+    mixed = np.isfinite(m["lambda_mass"])
+    np.testing.assert_allclose(m["lambda_mass"][mixed], 2.0, rtol=1e-12)
     counts = m["neg_adv_frac"][mixed] / m["pos_adv_frac"][mixed]               # tokens of A<0 / tokens of A>0
     assert np.abs(counts - 2.0).mean() > 0.5 and np.ptp(counts) > 2             # the raw count is not λ
 
@@ -140,7 +140,7 @@ def test_multi_token_on_policy_rules_coincide_and_seeds_are_exact():
     stale = replace(cfg, staleness=2)
     together = simulate(stale, BAPO(), seeds=[0, 5, 9])
     alone = simulate(stale, BAPO(), seeds=[5])
-    for name in ("entropy", "c_high", "rho_start_all", "lambda_tokens", "continuation_entropy"):
+    for name in ("entropy", "c_high", "rho_start_all", "lambda_mass", "continuation_entropy"):
         np.testing.assert_allclose(together.metrics[name][1], alone.metrics[name][0], rtol=1e-12, atol=1e-14)
 
 

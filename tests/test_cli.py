@@ -40,7 +40,14 @@ def test_tour_table_and_plot(tmp_path):
     assert (tmp_path / "table.txt").read_text().strip() in out.stdout
 
 
-def test_bad_input_is_one_clear_line():
-    out = _run("tour", "--drift", "-1", "--no-plot", "--out", "/tmp/never")
-    assert out.returncode == 2
-    assert "--drift" in out.stderr and "Traceback" not in out.stderr
+def test_bad_input_is_one_clear_line(tmp_path):
+    out = _run("tour", "--drift", "-1", "--no-plot", "--out", str(tmp_path / "never"))
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == "toy-rl tour: error: --drift must be a finite number >= 0; got -1\n"
+    assert not (tmp_path / "never").exists()
+
+
+def test_help_returns_zero_and_every_command_has_help(capsys):
+    for name in build_parser()._subparsers._group_actions[0].choices:
+        assert main([name, "--help"]) == 0
+        assert f"usage: toy-rl {name}" in capsys.readouterr().out

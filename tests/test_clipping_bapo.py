@@ -183,7 +183,7 @@ def test_policy_loss_runs_equals_separate_calls():
                 assert len(bounds_seen) > 1           # the runs really got their own bounds
 
 
-# ---------------------------------------------------------------- the variants (bapo_facts.md, "ρ: three readings")
+# ---------------------------------------------------------------- the variants (docs/paper_vs_code.md, the three readings of ρ)
 
 def _tokens(n=10_000, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -212,7 +212,7 @@ def test_count_all_raising_c_low_only_lowers_rho():
     assert all(n2 >= n1 for n1, n2 in zip(negs, negs[1:]))       # neg mass non-decreasing in c_low
     pos = _lib_pos(r, a, m, [1.2], "all")[0]
     ratios = [pos / n for n in negs]
-    # bapo_facts.md: pos/neg falls as c_low goes 0.6 → 0.9 (0.4396 → 0.4185 on their draw)
+    # docs/paper_vs_code.md: pos/neg falls as c_low goes 0.6 → 0.9 (0.4396 → 0.4185 on their draw)
     assert ratios[-1] < ratios[0]
     # the fixed pair of bounds gives the same masses as the candidate sweep
     assert masses(r, a, m, 0.9, 1.2, "all")[1].item() == pytest.approx(negs[-1], rel=1e-12)
@@ -225,7 +225,7 @@ def test_raising_c_high_raises_rho_under_both_counts():
         for hi, p in list(zip(HIGHS, pos))[::12]:
             assert p == pytest.approx(ref_masses(r[0], a[0], m[0], 0.6, hi, count)[0], rel=1e-10)
         assert all(p2 >= p1 for p1, p2 in zip(pos, pos[1:]))
-        assert pos[-1] > pos[0]        # bapo_facts.md: pos/neg rises as c_high goes 1.2 → 3.0
+        assert pos[-1] > pos[0]        # docs/paper_vs_code.md: pos/neg rises as c_high goes 1.2 → 3.0
 
 
 def test_count_grad_raising_c_low_raises_rho():

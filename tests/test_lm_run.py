@@ -337,3 +337,12 @@ def test_smoke_on_the_real_smollm2(tmp_path, capsys):
     for s in out["runs"]:
         assert s["finished"] and s["updates"] == 2 and s["start_accuracy"] == out["baseline"]["accuracy"]
         assert (tmp_path / "smollm2-135m-add-smoke" / "reuse-1" / s["rule"] / "seed0" / "metrics.jsonl").is_file()
+
+
+def test_pilot_names_a_regime_from_bapo_and_symmetric_runs(tmp_path):
+    from toy_rl.lm.pilot import pilot
+    p = pilot(FirstDigitTask(), staleness=2, steps=3, seeds=(0,), out=tmp_path, model=tiny_llama, **TINY)
+    assert p["regime"] in ("negatives-dominate", "balanced") and p["updates"] == 3
+    assert 0 <= p["search_moved_frac"] <= 1 and p["c_high_mean"] >= 1.2 and "symmetric" in p
+    assert {"q10", "q50", "q90"} <= set(p["rho_before"]) and set(p["rho_start"]) == {"grad", "all"}
+    assert (p["rho_below_target_frac"] > 0.5) == (p["regime"] == "negatives-dominate")

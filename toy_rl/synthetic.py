@@ -1,7 +1,7 @@
 """A synthetic stale batch: numbers shaped like one off-policy GRPO update, with no model.
 
 Used by the clipping tour, notebook 00, the benchmark and the tests. What it
-mimics (DESIGN.md, "Off-policy scenarios" and claim 2):
+mimics (docs/protocol.md, section 4, and claim 2 in docs/paper_vs_code.md):
 
 * groups of G answers per prompt, reward 1 with probability ``accuracy``,
   GRPO advantages (reward − group mean) / group std, one per answer;

@@ -22,6 +22,10 @@ from .policy import entropy, expected_reward, log_probs, probs, sample_tokens
 from .quadrants import LOWERS_ENTROPY, QUADRANTS
 from .rewards import PRESETS, Task, draw_rewards, make_task
 from .simulate import BanditRun, simulate
+from .comparison import compare, format_rows, step_size_sweep, tuned_comparison
+from .pilot import pilot, pilot_summary
+from .policy import best_found, best_prob
+from .presets import DEFAULT as DEFAULT_PRESET, PRESETS as CONFIG_PRESETS, get_preset, long_answers
 from .verdicts import claim_checks, claim_verdicts, negative_dominance, rule_tests
 
 __all__ = ["BanditConfig", "BanditRun", "simulate", "make_task", "draw_rewards", "Task", "PRESETS",
@@ -29,4 +33,6 @@ __all__ = ["BanditConfig", "BanditRun", "simulate", "make_task", "draw_rewards",
            "group_advantages", "QUADRANTS", "LOWERS_ENTROPY",
            "sweep", "summary_table", "format_table", "confidence_band", "welch_test", "per_seed_summary",
            "bounds_ablation", "verify", "explain_update", "random_instances",
-           "claim_checks", "claim_verdicts", "negative_dominance", "rule_tests"]
+           "claim_checks", "claim_verdicts", "negative_dominance", "rule_tests",
+           "CONFIG_PRESETS", "DEFAULT_PRESET", "get_preset", "long_answers", "pilot", "pilot_summary",
+           "compare", "tuned_comparison", "step_size_sweep", "format_rows", "best_prob", "best_found"]

@@ -40,9 +40,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
+from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test
 from .config import BanditConfig
-from .experiments import _pm as band_text     # "mean±half-width" of a row's name/_lo/_hi columns
 from .pilot import run_summary
 from .policy import best_found
 from .presets import DEFAULT, get_preset

@@ -33,7 +33,7 @@ every stat of policy_loss_runs (c_low, c_high, rho, rho_before, clip_frac_low,
 clip_frac_high, pos_mass, neg_mass, neg_adv_frac, ratio_min/max, approx_kl, ...;
 ρ is NaN for a batch with no gradient-carrying advantage mass),
 per quadrant (see :mod:`.quadrants`) dH_<q>, clip_frac_<q> and share_<q>; and for the
-pilot gate (:mod:`.pilot`) lambda_tokens, rho_start_grad and rho_start_all
+pilot gate (:mod:`.pilot`) lambda_mass, rho_start_grad and rho_start_all
 (:func:`length_balance`), best_prob (exact probability of the best tokens) and, with
 multi-token answers, continuation_entropy. The clip fractions, ρ and KL of
 policy_loss_runs are over all answer tokens; ratio_std is over the decision tokens.
@@ -51,6 +51,7 @@ from tqdm.auto import tqdm
 from ..clipping import make_rule
 from ..clipping.balance import balance_of, masses
 from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
+from ..rl.config import rule_label
 from .answers import Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
 from .policy import best_prob, entropy, expected_reward, log_probs, probs
@@ -123,7 +124,7 @@ def _sample(task, behaviour, behaviour_cont, seeds, rollout, answers) -> Batch:
 def length_balance(logp, old_logp, adv, mask) -> dict:
     """Per run, from the loss inputs (runs, batch, tokens): how long wrong answers tip the loss.
 
-    ``lambda_tokens``: λ = Σ_{A<0} |A|·(tokens) / Σ_{A>0} A·(tokens), the wrong answers' tokens over the right
+    ``lambda_mass``: λ = Σ_{A<0} |A|·(tokens) / Σ_{A>0} A·(tokens), the wrong answers' tokens over the right
     ones', each weighted by its answer's |A| (docs/protocol.md, section 1; on-policy ρ = 1/(1 + λ));
     NaN with no positive mass. ``rho_start_grad`` / ``rho_start_all``: ρ = pos/(pos + neg) at BAPO's
     starting bounds [0.6, 1.2] with count="grad" / "all" (:mod:`toy_rl.clipping.balance`), i.e. the
@@ -132,7 +133,7 @@ def length_balance(logp, old_logp, adv, mask) -> dict:
     runs = mask.shape[0]
     a = adv.reshape(mask.shape[:2] + (-1,)).expand_as(mask)
     pos, neg = ((a.clamp(min=0) * mask).sum((1, 2)), (a.clamp(max=0).neg() * mask).sum((1, 2)))
-    out = dict(lambda_tokens=torch.where(pos > 0, neg / torch.where(pos > 0, pos, torch.ones_like(pos)), torch.nan))
+    out = dict(lambda_mass=torch.where(pos > 0, neg / torch.where(pos > 0, pos, torch.ones_like(pos)), torch.nan))
     ratio, a, m = token_ratio(logp, old_logp).reshape(runs, -1), a.reshape(runs, -1), mask.reshape(runs, -1)
     for count in ("grad", "all"):
         p, q = masses(ratio, a, m, *START_BOUNDS, count)
@@ -223,7 +224,7 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
             history.append(z.clone())
 
     metrics = {key: torch.stack(v, 1).cpu().numpy() for key, v in records.items()}
-    return BanditRun(config, rule.name, seeds, metrics, {key: v.cpu().numpy() for key, v in initial.items()}, z,
+    return BanditRun(config, rule_label(rule), seeds, metrics, {key: v.cpu().numpy() for key, v in initial.items()}, z,
                      torch.stack(history) if keep_logits else None,
                      torch.stack(behaviours) if keep_logits else None,
                      dict(task=task, rule_obj=rule))

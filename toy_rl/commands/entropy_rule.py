@@ -1,34 +1,30 @@
 """`toy-rl entropy-rule`: check the Entropy-Clip Rule (BAPO Eq. 6–7, App. B) on random softmax instances."""
 from __future__ import annotations
 
-import json
-
 from ..bandit.entropy_rule import BASELINES, verify
 from ..bandit.quadrants import LOWERS_ENTROPY, QUADRANTS
+from .common import CommonFlags, int_at_least, print_json
 
 NAME = "entropy-rule"
 HELP = "check ΔH ≈ −Cov(log π, Δz) and the paper's clipped form on random instances (exact vs first order)"
 
 
 def add_arguments(p):
-    p.add_argument("--instances", type=int, default=10_000, help="random instances (default %(default)s)")
-    p.add_argument("--tokens", type=int, default=16, help="K, tokens per instance (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--baseline", default="current",
-                   help=f"advantages centred under the current or the behaviour policy: {', '.join(BASELINES)}")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
+    common = CommonFlags(p)
+    common.sized("--instances", 10_000, 500, "random instances", group=p, metavar="N")
+    p.add_argument("--tokens", type=int_at_least(2), default=16, help="K, tokens per instance (default %(default)s)")
+    p.add_argument("--baseline", default="current", choices=BASELINES,
+                   help="advantages centred under the current or the behaviour policy (default %(default)s)")
+    common.seed("the random seed of the instances")
+    common.smoke("500 instances instead of 10,000 (a check, not a result)")
+    common.json("the report")
+    common.no_progress(bars=False)
 
 
 def run(args) -> int:
-    if args.instances < 1:
-        raise ValueError(f"--instances must be >= 1; got {args.instances}")
-    if args.tokens < 2:
-        raise ValueError(f"--tokens (K) must be >= 2; got {args.tokens}")
-    if args.baseline not in BASELINES:
-        raise ValueError(f"--baseline must be one of {BASELINES}; got {args.baseline!r}")
     report = verify(instances=args.instances, n_tokens=args.tokens, seed=args.seed, baseline=args.baseline)
     if args.json:
-        print(json.dumps(report))
+        print_json(report)
         return 0
     f = report["forms"]
     print(f"Entropy-Clip Rule on {report['instances']} random instances (K = {report['n_tokens']}, "

@@ -1,5 +1,9 @@
-"""`toy-rl estimate`: memory and time of a LoRA RL run from a model's config alone (no weights)."""
+"""`toy-rl estimate`: memory and time of a LoRA RL run from a model's config alone (no weights).
+
+No --smoke, --seeds or --steps: it trains nothing (--dry-run builds the model on the meta device in seconds)."""
 from __future__ import annotations
+
+from .common import CommonFlags, positive_float, positive_int, print_json
 
 NAME = "estimate"
 HELP = "estimate GPU memory and time per update for a LoRA RL preset (reads a config only; --dry-run checks it)"
@@ -15,25 +19,25 @@ def add_arguments(p):
                         "preset's built-in one; only config.json is read")
     p.add_argument("--gpu", default=None, choices=sorted(HARDWARE),
                    help="hardware profile for memory and speed (default: the preset's)")
-    p.add_argument("--gpu-gib", type=float, default=None, help="memory to compare the total with, in GiB")
-    p.add_argument("--micro-batch", type=int, default=None,
+    p.add_argument("--gpu-gib", type=positive_float, default=None, help="memory to compare the total with, in GiB")
+    p.add_argument("--micro-batch", type=positive_int, default=None,
                    help="sequences per training forward (default: the preset's micro_batch, else the whole update)")
-    p.add_argument("--prompts", type=int, default=None, help="prompts per update")
-    p.add_argument("--group-size", type=int, default=None, help="answers per prompt (G)")
-    p.add_argument("--max-new-tokens", type=int, default=None, help="answer length budget")
-    p.add_argument("--prompt-tokens", type=int, default=None, help="typical prompt length in tokens")
-    p.add_argument("--rank", type=int, default=None, help="LoRA rank")
+    p.add_argument("--prompts", type=positive_int, default=None, help="prompts per update (default: the preset's)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=None, help="answer length budget")
+    p.add_argument("--prompt-tokens", type=positive_int, default=None, help="typical prompt length in tokens")
+    p.add_argument("--rank", type=positive_int, default=None, help="LoRA rank")
     p.add_argument("--checkpointing", choices=("on", "off"), default=None, help="gradient checkpointing")
     p.add_argument("--engine", choices=("hf", "vllm"), default=None, help="rollout engine")
     p.add_argument("--dry-run", action="store_true",
                    help="first build the model on the meta device, apply LoRA and checkpointing, and check "
-                        "shapes (needs transformers and peft; a few seconds)")
-    p.add_argument("--json", action="store_true", help="print the estimate as JSON")
+                        "shapes (needs the llm extra: transformers and peft; a few seconds)")
+    common = CommonFlags(p)
+    common.group_size(None, help="G, answers per prompt (default: the preset's)")
+    common.json("the estimate")
+    common.no_progress(bars=False)
 
 
 def run(args) -> int:
-    import json
-
     from ..lm.estimate import estimate, format_estimate, read_config
     from ..lm.presets import get_preset
 
@@ -57,7 +61,7 @@ def run(args) -> int:
     if args.json:
         out = est if report is None else {"dry_run": {k: v for k, v in report.items() if k != "estimate"},
                                           "estimate": est}
-        print(json.dumps(out, indent=1))
+        print_json(out, indent=1)
     else:
         print(format_estimate(est))
     return 0

@@ -1,12 +1,13 @@
 """`toy-rl report`: one rung's default comparison as a one-page report (Markdown or self-contained HTML)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
+
+from .common import CommonFlags, check_out, extra_outs, print_json, show_progress
 
 NAME = "report"
 HELP = ("run a rung's default comparison (1 bandit, 2 arithmetic transformer, 3 LoRA on SmolLM2) and write a "
-        "one-page report: what was run, key plots, summary table with 95%% bands and tests against symmetric, verdicts")
+        "one-page report: what was run, key plots, summary table with 95% bands and tests against symmetric, verdicts")
 
 
 def add_arguments(p):
@@ -16,31 +17,39 @@ def add_arguments(p):
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="html (one self-contained file, images embedded) or md (PNGs written beside it); "
                         "default: from the --out suffix, else html")
-    p.add_argument("--out", type=Path, default=None,
-                   help="the report file, or a folder for rung<N>.<format> (default runs/report/rung<N>.<format>)")
-    p.add_argument("--smoke", action="store_true", help="tiny settings in seconds (a check, not a result)")
-    p.add_argument("--seeds", type=int, default=None,
-                   help="seeds per rule and staleness (default: rung 1: 20, rung 2: 5, rung 3: 1)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="updates per run (default: rung 1: 300, rung 2: 200, rung 3: 40)")
     p.add_argument("--runs", type=Path, default=None,
                    help="root of the run folders (default runs; with --smoke a fresh temporary folder)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    extra_outs(p, "--runs")
+    common = CommonFlags(p)
+    from ..arithmetic.run import SMOKE as RUNG2_SMOKE
+    from ..lm.run import DEFAULTS as LORA, SMOKE as LORA_SMOKE
+    from ..report.runs import RUNG1, RUNG1_SMOKE, RUNG2, RUNG2_SEEDS, RUNG2_SMOKE_SEEDS, RUNG3, RUNG3_SMOKE
+    by_rung = lambda a, b, c: f"rung 1: {a}, rung 2: {b}, rung 3: {c}"                          # noqa: E731
+    common.seeds(None, help=f"seeds per rule and staleness (default {by_rung(RUNG1['seeds'], RUNG2_SEEDS, RUNG3['seeds'])}"
+                            f"; --smoke: {by_rung(RUNG1_SMOKE['seeds'], RUNG2_SMOKE_SEEDS, RUNG3_SMOKE['seeds'])})")
+    common.steps(None, help=f"updates per run (default {by_rung(RUNG1['steps'], RUNG2['steps'], LORA['steps'])}; "
+                            f"--smoke: {by_rung(RUNG1_SMOKE['steps'], RUNG2_SMOKE['steps'], LORA_SMOKE['steps'])})")
+    common.out(None, "the report file, or a folder for rung<N>.<format> (default runs/report/rung<N>.<format>)",
+               kind="file-or-dir")
+    common.json("the files written and the report's facts, table and verdicts")
+    common.no_progress()
+    common.smoke("tiny settings in seconds (a check, not a result)")
 
 
 def run(args) -> int:
     from ..report import build_report, write_report
-    from ..report.document import check_out
-    from ..report.rungs import check_count
     suffix = args.out.suffix.lstrip(".") if args.out is not None else ""
     fmt = args.format or (suffix if suffix in ("html", "md") else "html")
-    out = check_out(args.out or Path("runs/report") / f"rung{args.rung}.{fmt}", fmt)   # before any long work
-    check_count("seeds", args.seeds)
-    check_count("steps", args.steps)
-    progress = not args.no_progress and sys.stderr.isatty()
+    out = check_out(args.out or Path("runs/report") / f"rung{args.rung}.{fmt}", "file-or-dir")  # creates nothing
     report = build_report(args.rung, smoke=args.smoke, seeds=args.seeds, steps=args.steps, runs=args.runs,
-                          progress=progress)
+                          progress=show_progress(args))
     files = write_report(report, out, fmt)
+    if args.json:
+        print_json(dict(rung=report.rung, title=report.title, smoke=report.smoke, files=[str(f) for f in files],
+                        facts=dict(report.facts), figures=[name for name, _, _ in report.figures],
+                        table=dict(headers=report.table.headers, rows=report.table.rows, note=report.table.note),
+                        verdicts=report.verdicts, notes=report.notes))
+        return 0
     print(report.title)
     for label, value in report.facts:
         print(f"  {label}: {value}")

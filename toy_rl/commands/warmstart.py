@@ -1,52 +1,62 @@
 """`toy-rl warmstart`: train (or find cached) the supervised warm start the rung-2 notebooks begin from."""
 from __future__ import annotations
 
+from .common import CommonFlags, check_out, print_json, probability, show_progress
+
 NAME = "warmstart"
 HELP = "train a small transformer on an arithmetic task to moderate accuracy (cached; the start point for RL)"
 
 
 def add_arguments(p):
     p.add_argument("--task", default="add", help="add, countdown, scratchpad, or all (default %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-steps", type=int, default=None, help="training steps at most (default: the task's)")
-    p.add_argument("--target-accuracy", type=float, default=None,
+    p.add_argument("--target-accuracy", type=probability, default=None,
                    help="stop once sampled validation accuracy reaches this (default: the task's)")
-    p.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda")
-    p.add_argument("--cache-dir", default=None, help="default $TOY_RL_CACHE or ~/.cache/toy_rl")
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for torch (default: torch's choice; 1 is steadier on a busy machine)")
     p.add_argument("--force", action="store_true", help="retrain even if a cached checkpoint exists")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    common = CommonFlags(p)
+    common.seed("the random seed of the initialisation and the training batches")
+    common.steps(None, help="training steps at most; stops earlier at --target-accuracy (default: the task's; "
+                            "--max-steps is the old name)")
+    common.alias("--max-steps", "--steps")
+    common.out(None, "the cache folder (default $TOY_RL_CACHE, else ~/.cache/toy_rl; --cache-dir is the old name)")
+    common.alias("--cache-dir", "--out")
+    common.threads()
+    common.device()
+    common.json("one entry per task")
+    common.no_progress()
+    common.smoke("the notebooks' tiny warm start (1 layer, d_model 32, 30 steps): seconds, a check, not a result")
 
 
 def run(args) -> int:
     from dataclasses import replace
 
+    import torch
+
     from ..arithmetic.model import read_meta
     from ..arithmetic.tasks import TASKS, get_task
-    from ..arithmetic.warmstart import cache_path, default_config, ensure_warmstart
+    from ..arithmetic.warmstart import cache_dir, cache_path, default_config, ensure_warmstart, smoke_config
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be >= 1; got {args.threads}")
-        import torch
-        torch.set_num_threads(args.threads)
     names = list(TASKS) if args.task == "all" else [args.task]
-    for name in names:
-        task = get_task(name)                                  # ValueError lists the task names
-        config = replace(default_config(name), seed=args.seed)
-        if args.max_steps is not None:
-            if args.max_steps < 1:
-                raise ValueError(f"--max-steps must be >= 1; got {args.max_steps}")
-            config = replace(config, max_steps=args.max_steps)
+    tasks = [get_task(name) for name in names]                  # ValueError lists the task names
+    check_out(cache_dir(args.out), "dir", "--out")               # the default cache folder, too
+    torch.set_num_threads(args.threads)
+    entries = []
+    for name, task in zip(names, tasks):
+        config = replace(smoke_config(name) if args.smoke else default_config(name), seed=args.seed)
+        if args.steps is not None:
+            config = replace(config, max_steps=args.steps)
         if args.target_accuracy is not None:
             config = replace(config, target_accuracy=args.target_accuracy)
-        cached = cache_path(task, config, args.cache_dir).exists() and not args.force
-        path = ensure_warmstart(task, config, root=args.cache_dir, force=args.force, device=args.device,
-                                progress=not args.no_progress)
+        cached = cache_path(task, config, args.out).exists() and not args.force
+        path = ensure_warmstart(task, config, root=args.out, force=args.force, device=args.device,
+                                progress=show_progress(args))
         meta = read_meta(path)
-        print(f"{name}: held-out accuracy {meta['heldout_acc_greedy']:.1%} greedy, "
-              f"{meta['heldout_acc_sampled']:.1%} sampled (temperature 1) on {meta['heldout_problems']} problems; "
-              f"{meta['steps']} steps, {meta['seconds']:.0f} s to train, {meta['params']:,} parameters")
-        print(f"  {'found in cache' if cached else 'saved'}: {path}")
+        entries.append(dict(task=name, path=str(path), cached=cached, **{k: meta.get(k) for k in (
+            "heldout_acc_greedy", "heldout_acc_sampled", "heldout_problems", "steps", "seconds", "params")}))
+        if not args.json:
+            print(f"{name}: held-out accuracy {meta['heldout_acc_greedy']:.1%} greedy, "
+                  f"{meta['heldout_acc_sampled']:.1%} sampled (temperature 1) on {meta['heldout_problems']} "
+                  f"problems; {meta['steps']} steps, {meta['seconds']:.0f} s to train, {meta['params']:,} parameters")
+            print(f"  {'found in cache' if cached else 'saved'}: {path}")
+    if args.json:
+        print_json(entries)
     return 0

@@ -98,6 +98,17 @@ def _is_nan(x) -> bool:
     return isinstance(x, float) and math.isnan(x)
 
 
+def band_text(row: dict, key: str) -> str:
+    """``row[key]`` with the half-width of its 95% band (``row[key + "_lo"]``, ``_hi``): "0.812 ± 0.031";
+    ``± n/a`` with one seed, ``n/a`` for a missing mean."""
+    v = row.get(key)
+    if v is None or _is_nan(v):
+        return "n/a"
+    lo, hi = row.get(f"{key}_lo"), row.get(f"{key}_hi")
+    half = "n/a" if lo is None or hi is None or _is_nan(lo) or _is_nan(hi) else f"{(hi - lo) / 2:.3f}"
+    return f"{v:.3f} ± {half}"
+
+
 def cell(row: dict, key: str) -> str:
     """One value as text: an outcome (:data:`BAND_PREFIXES`) with its band as ``mean ± half-width`` (``± n/a``
     with one seed), a p-value with 3 decimals, other numbers with 3 decimals; ``-`` where nothing applies
@@ -106,11 +117,7 @@ def cell(row: dict, key: str) -> str:
     if v is None:
         return "-"
     if f"{key}_lo" in row and key.startswith(BAND_PREFIXES):
-        if _is_nan(v):
-            return "n/a"
-        lo, hi = row[f"{key}_lo"], row[f"{key}_hi"]
-        half = "n/a" if lo is None or hi is None or _is_nan(lo) or _is_nan(hi) else f"{(hi - lo) / 2:.3f}"
-        return f"{v:.3f} ± {half}"
+        return band_text(row, key)
     if key.startswith("p_"):
         return "n/a" if _is_nan(v) else "<0.001" if v < 0.001 else f"{v:.3f}"
     if isinstance(v, float):

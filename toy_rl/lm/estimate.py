@@ -127,7 +127,7 @@ HARDWARE = {
     "cpu": Hardware(
         "2-core x86 CPU with AVX512-BF16", None, {"float32": 0.2, "bfloat16": 0.36, "float16": 0.02}, 20.0,
         0.7, 0.15, 0.5, 2.0,
-        "calibrated to rung 3's measurements on the 2-core machine it was developed on (smollm2_notes.md: "
+        "calibrated to rung 3's measurements on the 2-core machine it was developed on (docs/smollm2.md: "
         "one update over 64 sequences ~2.9 s in float32, a rollout of 8 x 8 answers of <= 8 tokens ~5 s); "
         "other CPUs differ a lot"),
 }

@@ -9,7 +9,7 @@ Two things the loss depends on, and how they are kept right here:
   first real token is not at index 0. Both ``sample`` and ``score`` give the model
   ``position_ids = cumsum(mask) - 1`` (clamped at 0): every token sits at the same
   position when it is sampled and when it is scored (TRL 1.16 forgets this in its
-  loss forward: padded rows come out 4-6 nats off; DESIGN.md, "Measured pitfalls").
+  loss forward: padded rows come out 4-6 nats off; docs/protocol.md, "Pitfalls measured in peer tools").
 * **Behaviour log-probs = score log-probs.** ``sample`` records each token's
   log-prob under softmax(logits / temperature), the distribution it was drawn from,
   and ``score(..., temperature)`` divides by the same temperature. Sampling runs

@@ -2,8 +2,8 @@
 
 Every token keeps the log-prob it had under the policy that sampled it and that
 policy's version (the number of updates it had seen). The ratio in the loss
-always uses these recorded behaviour log-probs (DESIGN.md, "Off-policy
-scenarios"). With a per-step token budget (partial rollout), an answer that is
+always uses these recorded behaviour log-probs (docs/protocol.md,
+section 4). With a per-step token budget (partial rollout), an answer that is
 not finished stays in the pool and the next step resumes it under a newer
 policy, so one answer can mix policy versions.
 """

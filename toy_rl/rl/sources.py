@@ -1,6 +1,6 @@
 """Where each update's data comes from: on-policy, stale by reuse, stale by lag, or partial rollout.
 
-DESIGN.md, "Off-policy scenarios":
+docs/protocol.md, section 4 (the kinds of staleness):
 
 * ``reuse`` with staleness K: one rollout of (K+1)·P prompts is split into K+1
   mini-batches of P prompts, used by K+1 successive updates (PPO-style; the

@@ -9,7 +9,7 @@ Two details matter for RL on left-padded batches:
 * Position ids come from the attention mask, ``position = cumsum(mask) - 1``
   (clamped at 0), so a prompt gets the same positions whether or not it is
   padded on the left. (TRL's loss forward passes no position ids and scores
-  padded rows at shifted positions: DESIGN.md, "Measured pitfalls".)
+  padded rows at shifted positions: docs/protocol.md, "Pitfalls measured in peer tools".)
 * Padding keys are masked out of attention; every query may still see itself,
   so a padding row never produces NaN (its output is ignored anyway).
 
