@@ -134,7 +134,7 @@ def test_cli_tables_print(tmp_path):
     out = run("bandit", "--rule", "all", "--staleness", "2", "--steps", "10", "--seeds", "2", "--tokens", "8",
               "--out", str(tmp_path / "c.jsonl"))
     assert out.returncode == 0, out.stderr
-    assert "clip-higher" in out.stdout and "final H" in out.stdout
+    assert "clip-higher" in out.stdout and "final_entropy" in out.stdout
     out = run("entropy-rule", "--instances", "300")
     assert out.returncode == 0 and "sign agrees" in out.stdout
 

@@ -8,6 +8,13 @@ from toy_rl.arithmetic.tasks import TASKS, Problem, get_task
 from toy_rl.arithmetic.tasks.countdown import solve
 from toy_rl.arithmetic.tasks.expression import evaluate
 from toy_rl.arithmetic.tasks.scratchpad import worked_sum
+from toy_rl.arithmetic.tasks.search import SearchTask, parse_prompt
+
+ALL_TASKS = sorted(set(TASKS) | {"search"})       # "search" until the registry lists it
+
+
+def _task(name):
+    return SearchTask() if name == "search" and name not in TASKS else get_task(name)
 
 
 def test_get_task_lists_names_for_an_unknown_task():
@@ -78,11 +85,45 @@ def test_scratchpad_format_and_reward():
     assert max(len(t) for t in targets) <= task.max_answer_chars
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+def test_search_reward_by_hand():
+    task = SearchTask()
+    p = Problem("sum 11 from 7 4 9 3 5 8 2 6:", "11")
+    assert parse_prompt(p.prompt) == ((7, 4, 9, 3, 5, 8, 2, 6), 11)
+    for right in ["3+8=11", "8+3=11", "9+2=11", " 5+6=11 ", "7+9=16 3+8=11", "1+1=5 4+7=11"]:
+        assert task.reward(p, right) == 1.0, right
+    for wrong in ["", "3+8=12", "3+8=1", "1+10=11", "7+9=16 4+5=9", "3+8=11 7+9=16", "3+8", "3*8=11",
+                  "5+6=11x", "3+8=11=11"]:
+        assert task.reward(p, wrong) == 0.0, wrong
+    assert task.reward(Problem("sum 10 from 5 1 2 3 4 6 7 8:", "10"), "5+5=10") == 0.0      # 5 is given once
+    assert task.reward(Problem("sum 10 from 5 5 2 3 4 6 7 8:", "10"), "5+5=10") == 1.0
+    with pytest.raises(ValueError, match="p_first"):
+        SearchTask(p_first=0.0)
+    with pytest.raises(ValueError, match="n_numbers"):
+        SearchTask(n_numbers=2)
+
+
+def test_search_trace_tries_misses_then_the_hit():
+    task = SearchTask()
+    problems = task.sample(400, rng=5)
+    traces = [task.supervised_target(p) for p in problems]
+    assert traces == [task.supervised_target(p) for p in problems]          # seeded by the prompt
+    tries = [t.split() for t in traces]
+    for p, t in zip(problems, tries):
+        numbers, target = parse_prompt(p.prompt)
+        sums = [eval(x.split("=")[0]) for x in t]                            # digits and '+' only
+        assert sums[-1] == target and all(s != target for s in sums[:-1])
+        assert all(int(x.split("=")[1]) == s for x, s in zip(t, sums))      # every sum written right
+    n = [len(t) for t in tries]
+    assert max(n) <= task.max_wrong + 1
+    assert 0.4 < sum(k == 1 for k in n) / len(n) < 0.6                       # the hit first with p_first = 0.5
+    assert len(SearchTask(p_first=1.0).supervised_target(problems[0]).split()) == 1
+
+
+@pytest.mark.parametrize("name", ALL_TASKS)
 def test_heldout_is_deterministic_and_disjoint_from_training(name):
-    task = get_task(name)
+    task = _task(name)
     held = task.heldout(300)
-    assert held == get_task(name).heldout(300)                       # same list every time
+    assert held == _task(name).heldout(300)                       # same list every time
     assert len({p.prompt for p in held}) == 300
     assert task.heldout(10) == held[:10]
     pool = {p.prompt for p in task.heldout(1000)}
@@ -93,9 +134,9 @@ def test_heldout_is_deterministic_and_disjoint_from_training(name):
         task.heldout(10 ** 6)
 
 
-@pytest.mark.parametrize("name", sorted(TASKS))
+@pytest.mark.parametrize("name", ALL_TASKS)
 def test_targets_are_rewarded_and_fit(name):
-    task = get_task(name)
+    task = _task(name)
     for p in task.sample(50, rng=3) + task.heldout(50):
         target = task.supervised_target(p)
         assert task.reward(p, target) == 1.0

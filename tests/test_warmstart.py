@@ -61,6 +61,16 @@ def test_cache_location_and_defaults(tmp_path, monkeypatch):
         ws.cache_path("nope")
 
 
+def test_search_warm_start_runs_a_fixed_number_of_steps_under_its_own_cache_key():
+    from toy_rl.arithmetic.tasks.search import SearchTask
+    task = SearchTask()
+    config = ws.default_config(task)
+    assert config.target_accuracy > 1 and config.max_steps < ws.WarmstartConfig().max_steps    # never stops early
+    assert ws.cache_path(task, config).name.startswith("search-")
+    assert ws.config_hash(task, config) != ws.config_hash(task, ws.WarmstartConfig())
+    assert ws.cache_path("add") != ws.cache_path("add", ws.WarmstartConfig(max_steps=600))
+
+
 def test_evaluate_is_an_accuracy():
     torch.manual_seed(0)
     model = GPT(TINY.model)

@@ -55,11 +55,15 @@ class WarmstartConfig:
 
 # Per task: how long to train at most and where to stop. Measured with the default model (211k parameters),
 # one CPU thread: add stops at ~1300 steps (~30 s, held-out 68% greedy / 49% sampled), countdown runs all
-# 2000 (~90 s, 45% / 34%), scratchpad stops at ~900 (~75 s, 56% / 44%).
+# 2000 (~90 s, 45% / 34%), scratchpad stops at ~900 (~75 s, 56% / 44%). Measured again later on a busy
+# 2-core machine: add ran all 2000 steps without reaching 0.5 (349 s, held-out 55% greedy / 40% sampled).
+# search always runs 600 steps (target > 1: never stops early), short on purpose so that RL starts near 20%
+# sampled accuracy (presets.py, "long-failures"): ~130 s on a busy 2-core machine, held-out 27% greedy / 19% sampled.
 TASK_DEFAULTS = {
     "add": {"max_steps": 2000, "target_accuracy": 0.5},
     "countdown": {"max_steps": 2000, "target_accuracy": 0.4},
     "scratchpad": {"max_steps": 1500, "target_accuracy": 0.5},
+    "search": {"max_steps": 600, "target_accuracy": 2.0, "eval_every": 600},
 }
 
 

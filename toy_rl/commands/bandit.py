@@ -36,6 +36,10 @@ def add_arguments(p):
     p.add_argument("--contexts", type=positive_int, default=d.n_contexts,
                    help="S, contexts per seed (default %(default)s)")
     p.add_argument("--task-seed", type=nonnegative_int, default=d.task_seed, help="which instance of the preset")
+    p.add_argument("--compare", nargs="?", const="long-failures", default=None, metavar="PRESET",
+                   help="instead of a sweep: the default comparison on a named setting (toy_rl.bandit.presets; default "
+                        "long-failures, negatives dominate; balanced is the control): the three rules and the "
+                        "controls, reuse and lag at staleness 2 and 4, paired by seed, Holm-adjusted")
     common.rule()
     common.seeds(20, RUNG1_SMOKE["seeds"], "how many seeds, run side by side; 95%% bands need 2 or more")
     common.first_seed()
@@ -49,7 +53,28 @@ def add_arguments(p):
     common.smoke()
 
 
+def compare(args) -> int:
+    """``--compare``: toy_rl.bandit.comparison.compare on a named setting, printed as its table (or JSON)."""
+    from ..bandit.comparison import compare, format_rows
+    from ..bandit.presets import get_preset
+    get_preset(args.compare)                              # an unknown name is one line, before any work
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    t0 = time.perf_counter()
+    rows = compare(args.compare, seeds=seeds, steps=args.steps if args.smoke else None, progress=show_progress(args))
+    seconds = time.perf_counter() - t0
+    if args.json:
+        print_json(dict(preset=args.compare, seeds=list(seeds), seconds=seconds, rows=rows))
+        return 0
+    print(f"Bandit comparison on the {args.compare!r} setting, seeds {seeds.start}-{seeds.stop - 1}, {seconds:.0f} s")
+    print(format_rows(rows))
+    print("\n± is half the 95% t-interval over seeds; Δ: BAPO minus the row's rule, paired by seed, p Holm-adjusted "
+          "over the table; regime: the pilot gate on BAPO's updates (docs/protocol.md)")
+    return 0
+
+
 def run(args) -> int:
+    if args.compare is not None:
+        return compare(args)
     try:
         config = BanditConfig(n_tokens=args.tokens, n_contexts=args.contexts, group_size=args.group_size,
                               preset=args.preset, steps=args.steps, lr=args.lr, staleness=args.staleness[0],

@@ -6,8 +6,14 @@
 Each step adds one column, right to left: digit + digit + carry-in = column sum
 (the carry-out is the sum's tens digit); a final " =" gives the result. A
 default answer is ~40 tokens, long enough that partial rollout (stopping
-mid-answer, resuming with a newer policy) matters, and a confused model that
-runs on with extra steps writes longer failed answers than correct ones.
+mid-answer, resuming with a newer policy) matters.
+
+Failed answers are *not* longer than right ones: a warm-started model that
+gets the sum wrong still writes one step per column and stops. Measured on
+3-digit problems, warm starts of 200-800 steps (sampled accuracy 0.4-83 %),
+temperature 0.6 and 1.0, budgets of 1-3x the longest answer: wrong answers
+30.6-31.5 tokens, right ones 31.0-31.8, λ (docs/protocol.md §1) 0.98-1.01.
+For failures that run on, see the task "search" (search.py).
 
 Reward: only the final result counts: 1.0 if the text after the completion's
 last '=' is one integer equal to the sum, else 0.0. The steps are not checked.

@@ -1,0 +1,123 @@
+"""Named rung-2 settings for comparing clipping rules: a task, a warm start, the RL settings.
+
+A preset is chosen for the *mechanism* it puts BAPO in (``docs/protocol.md``
+§1-2), never for which rule wins:
+
+* λ, the advantage-weighted tokens of wrong answers over those of right ones.
+  On-policy the positive share of a token-mean loss is ρ = 1 / (1 + λ), so
+  BAPO's search (Algorithm 1) only starts when λ > 1.5 (ρ < ρ0 = 0.4) or when
+  drift clips away positive mass.
+* drift: how far the policy has moved from the one that sampled the batch
+  (the staleness kind, the learning rate), read off the clip fractions and KL.
+* accuracy: low enough that most groups hold a few right answers among wrong ones.
+
+Presets:
+
+``balanced``       today's rung-2 setting on "add" (run.py's defaults, the budget of the
+                   longest answer + 1, staleness 2 by disjoint mini-batches): answers of
+                   2-5 tokens, failures no longer than successes, λ ≈ 1, ρ ≈ 0.5. BAPO
+                   never leaves its start there: it is the fixed rule [0.6, 1.2]. The control.
+``long-failures``  the default comparison setting, on "search" (tasks/search.py): right
+                   answers stop at the hit (~13 tokens), wrong ones keep trying, many until
+                   the budget of 40 tokens (3x a right answer) runs out; a short warm start
+                   (600 steps) so sampled accuracy starts near 20 %; temperature 1.0; drift
+                   from a lagged behaviour policy (``mode="lag"``, 8 updates behind) at
+                   lr 5e-4, where the symmetric rule clips 5-10 % of tokens.
+``long-failures-t0.6``  the same at the paper's temperature 0.6 (§5.1).
+
+Why lag 8 at lr 5e-4 (pilots of 30 updates, seed 0; the symmetric rule's clip fraction / KL per
+update / greedy held-out accuracy after the 30 updates, 0.264 before them): disjoint mini-batches (``reuse``)
+2 at lr 3e-4: 0.5 % / 0.002 / 0.27; reuse 2 at 1e-3: 2.2 % / 0.018 / 0.22; reuse 4 at 1e-3:
+2.9 % / 0.036 / 0.20; reuse 2 at 3e-3: accuracy 0 (wrecked); lag 4 at 5e-4: 3.2 % / 0.019 /
+0.25; lag 8 at 5e-4: 6.7 % / 0.050 / 0.25; lag 8 at 1e-3: 7.9 % / 0.15 / 0.12. Only a long
+lag reaches 5 % clipping without a step size that wrecks the warm start.
+
+Pilot gate (``toy_rl.arithmetic.pilot.pilot(name)``: 30 updates, seed 0, symmetric + BAPO):
+
+    preset               λ q50 (q10-q90)  ρ before q50  BAPO moved  c_high mean  sym. clip  regime
+    balanced             1.00 (0.99-1.02)   0.50          0 %        1.20        1.2 %     balanced
+    long-failures        1.79 (1.43-2.13)   0.35         93 %        2.70        6.7 %     negatives-dominate
+    long-failures-t0.6   1.84 (1.53-2.19)   0.33         93 %        2.83        8.1 %     negatives-dominate
+
+In "long-failures" BAPO reached ρ0 in only 23 % of updates; in 77 % its search ran to the end of
+its path, [0.9, 3.0], and it acted as that fixed rule (drift clips too few tokens for the bounds to
+rebalance ρ). λ stays below 2 because some failures stop early on a wrongly added "hit". With 10
+numbers instead of 8 and 800 warm-start steps λ reaches 2.0-2.25, but sampled accuracy is then 30-37 %.
+
+Each preset is designed for ≥ 10 seeds (only the rollout seed changes) and
+evaluates on the task's whole held-out pool of 1,000 problems.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ..rl.config import RLConfig
+from .tasks import TASKS, Task, get_task
+from .tasks.search import SearchTask
+from .warmstart import WarmstartConfig, default_config
+
+HELDOUT = 1000          # the whole held-out pool of a task (tasks/base.py, HELDOUT_POOL)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One named setting. ``rl`` holds :class:`toy_rl.rl.loop.RLConfig` fields (all but rule and seed)."""
+    name: str
+    task: str
+    task_params: dict = field(default_factory=dict)
+    warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
+    rl: dict = field(default_factory=dict)
+    why: str = ""
+
+    def make_task(self) -> Task:
+        """The task with this preset's settings. "search" is built here until the task registry lists it."""
+        if self.task == SearchTask.name and self.task not in TASKS:
+            return SearchTask(**self.task_params)
+        return get_task(self.task, **self.task_params)
+
+    def rl_config(self, rule: str = "bapo", seed: int = 0, **overrides) -> RLConfig:
+        """The run's RLConfig: this preset's settings, then ``overrides`` (e.g. steps), then rule and seed."""
+        return RLConfig(**{**self.rl, **overrides, "rule": rule, "seed": seed})
+
+
+# today's run_one defaults (toy_rl/arithmetic/run.py, DEFAULTS), with its budget of max_answer_chars + 1
+_TODAY = dict(steps=200, prompts=16, group_size=8, lr=3e-4, eval_every=25, checkpoint_every=50, temperature=1.0)
+
+_SEARCH = SearchTask()
+_SEARCH_WARMSTART = default_config(_SEARCH)
+_SEARCH_RL = dict(steps=200, prompts=16, group_size=8, lr=5e-4, staleness=8, mode="lag", max_new_tokens=40,
+                  temperature=1.0, eval_every=25, eval_size=HELDOUT, checkpoint_every=50)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    Preset("balanced", "add", {}, default_config("add"),
+           {**_TODAY, "staleness": 2, "mode": "reuse", "max_new_tokens": get_task("add").max_answer_chars + 1,
+            "eval_size": HELDOUT},
+           why="today's setting: short answers of equal length, λ ≈ 1, so ρ ≈ 0.5 and BAPO stays at [0.6, 1.2]"),
+    Preset("long-failures", "search", {}, _SEARCH_WARMSTART, _SEARCH_RL,
+           why="wrong answers keep trying until the 40-token budget, right ones stop at the hit: λ ≈ 2"),
+    Preset("long-failures-t0.6", "search", {}, _SEARCH_WARMSTART, {**_SEARCH_RL, "temperature": 0.6},
+           why="long-failures at the paper's sampling temperature 0.6"),
+)}
+DEFAULT = "long-failures"
+
+
+def get_preset(name: str = DEFAULT) -> Preset:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def check_preset(preset: Preset) -> None:
+    """ValueError if the preset cannot run: a bad RL field, a prompt plus budget over the model's context,
+    or fewer held-out problems than the task has."""
+    task = preset.make_task()
+    fields = {f.name for f in dataclasses.fields(RLConfig)} - {"rule", "seed"}
+    unknown = set(preset.rl) - fields
+    if unknown:
+        raise ValueError(f"preset {preset.name!r}: rl has unknown fields {sorted(unknown)}")
+    cfg = preset.rl_config()
+    longest = max(len(p.prompt) for p in task.heldout(cfg.eval_size)) + 1          # + BOS
+    if longest + cfg.max_new_tokens > preset.warmstart.model.block_size:
+        raise ValueError(f"preset {preset.name!r}: prompt of {longest} tokens + max_new_tokens={cfg.max_new_tokens} "
+                         f"exceeds block_size={preset.warmstart.model.block_size}")
