@@ -27,7 +27,7 @@ import torch
 from toy_rl.arithmetic import DEFAULTS, entropy_check
 from toy_rl.experiments import make_spec, run
 from toy_rl.threads import set_threads
-from toy_rl.arithmetic.views import stale_batch
+from toy_rl.arithmetic.demos import stale_batch
 from toy_rl.arithmetic.model.evaluate import evaluate
 from toy_rl.arithmetic.tasks import get_task
 from toy_rl.arithmetic.warmstart import load_warmstart

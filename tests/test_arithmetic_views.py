@@ -1,5 +1,7 @@
-"""toy_rl.arithmetic.views: the plots and sliders of notebooks 04-05 return figures, their numbers move with the
-sliders, and they are the library's numbers (compare/load_results/curve, policy_loss, BAPO, the rollout pool)."""
+"""toy_rl.arithmetic.views and what they draw (toy_rl.arithmetic.measures, .demos, .sweep), and rung 2's verdicts
+(toy_rl.arithmetic.verdicts): the plots and sliders of notebooks 04-05 return figures, their numbers move with the
+sliders, and they are the library's numbers (toy_rl.experiments' sweep/load/curve, policy_loss, BAPO, the rollout
+pool); the verdicts follow paired tests on synthetic runs built to make each claim hold or fail."""
 import math
 from dataclasses import dataclass
 
@@ -9,14 +11,17 @@ import torch
 from matplotlib.figure import Figure
 
 from toy_rl.arithmetic import RULES
+from toy_rl.arithmetic.demos import StoredBatch, answer_versions, demo_summary, partial_demo, stale_batch
+from toy_rl.arithmetic.measures import TABULAR_SIGN, on_policy_check, rule_tests, seed_stats, stats_table
+from toy_rl.arithmetic.sweep import finished, load_or_compare, scenario_names
+from toy_rl.arithmetic.verdicts import claim_checks, claim_verdicts
+from toy_rl.arithmetic.views import (budget_callback, clip_callback, clip_view, entropy_check_view, length_view,
+                                     partial_curves, rule_bands, rules_callback, scenario_bands, version_map,
+                                     warmstart_view)
 from toy_rl.experiments import curve, grid, load, sweep
-from toy_rl.arithmetic.views import (TABULAR_SIGN, StoredBatch, answer_versions, budget_callback, claim_verdicts,
-                                     clip_callback, clip_view, demo_summary, entropy_check_view, finished,
-                                     length_view, load_or_compare, on_policy_check, partial_curves, partial_demo,
-                                     rule_bands, rule_tests, rules_callback, scenario_bands, scenario_names,
-                                     seed_stats, stale_batch, stats_table, version_map, warmstart_view)
 from toy_rl.clipping import BAPO, policy_loss
-from toy_rl.bandit.views import fixed_bounds
+from toy_rl.plotting import fixed_bounds
+from toy_rl.stats import paired_test
 from toy_rl.arithmetic.model.gpt import ModelConfig
 from toy_rl.rl.entropy_check import QUADRANTS
 from toy_rl.stats import welch_test
@@ -58,22 +63,28 @@ def shown(monkeypatch):
 # --- synthetic runs: records as the loop writes them ------------------------------------------------
 
 def fake_run(final_acc, reward, entropy, grad, neg=0.4, pos=0.4, rho=0.5, c_low=0.8, c_high=1.2, len_c=3.0,
-             len_w=3.0, acc0=0.5, skip=(), groups=16, search=None):
-    """Records of one run: one per step (no update at steps in ``skip``), accuracy at 0 and a final record."""
+             len_w=3.0, acc0=0.5, skip=(), groups=16, search=None, rho_after=None, seed=None):
+    """Records of one run: one per step (no update at steps in ``skip``), accuracy at 0 and a final record.
+    ``rho`` is ρ before BAPO's search, ``rho_after`` after it (default: the same); ``seed`` in every record, as
+    the runner writes it (None: no seed key, as in a log from before the runner)."""
     recs = []
     for t, (r, h, g) in enumerate(zip(reward, entropy, grad)):
         rec = {"step": t, "rule": "x", "staleness": 0, "seconds": 0.1}
         if t == 0:
             rec["accuracy"] = acc0
         if t not in skip:
-            rec.update(reward_mean=r, entropy=h, grad_norm=g, neg_adv_frac=neg, pos_adv_frac=pos, rho=rho,
-                       rho_before=rho, c_low=c_low, c_high=c_high, clip_frac_low=0.01, clip_frac_high=0.02,
+            rec.update(reward_mean=r, entropy=h, grad_norm=g, neg_adv_frac=neg, pos_adv_frac=pos,
+                       rho=rho if rho_after is None else rho_after, rho_before=rho, c_low=c_low, c_high=c_high, clip_frac_low=0.01, clip_frac_high=0.02,
                        clip_frac=0.03, len_correct=len_c, len_wrong=len_w, staleness_mean=1.0, staleness_max=2.0,
                        mixed_versions=0.0, groups=groups, ratio_max=1.0, ratio_min=1.0, approx_kl=0.0)
             if search is not None:                      # BAPO's extra fields
-                rec.update(rho_reached=1.0, rho_target=0.4, search_steps=search)
+                rec.update(rho_reached=float((rho if rho_after is None else rho_after) >= 0.4), rho_target=0.4,
+                           search_steps=search)
         recs.append(rec)
     recs.append({"step": len(reward), "rule": "x", "staleness": 0, "final": True, "accuracy": final_acc})
+    if seed is not None:
+        for rec in recs:
+            rec["seed"] = seed
     return recs
 
 
@@ -93,11 +104,25 @@ def test_seed_stats_reads_every_number_off_the_records():
     assert s["neg_mass_early"][0] == 1.0 and s["neg_mass_late"][1] == 0.0          # ρ 0.45 < 0.5; 0.5 is not
     assert s["len_wrong"][0] == 5.0 and s["longer_wrong"].tolist() == [1.0, 0.0]
     assert s["update_share"].tolist() == [1.0, 0.75]
-    assert math.isnan(s["rho_reached"][0])                                            # a fixed rule
+    assert math.isnan(s["rho_reached"][0]) and math.isnan(s["reached_when_needed"][0])  # a fixed rule
+    assert s["neg_count"].tolist() == [1.0, 0.0] and s["neg_mass"].tolist() == [1.0, 0.0]
+
+
+def test_updates_without_advantages_have_no_balance_to_count():
+    """All answers wrong (or all right): no advantage, ρ is a placeholder (1.0), and such updates are left out of
+    claim 2's loss-mass share and of BAPO's regime, instead of counting as "positives dominate"."""
+    empty = [fake_run(0.0, [0.0] * 6, [1.0] * 6, [1.0] * 6, neg=0.0, pos=0.0, rho=1.0, c_low=0.6, search=0)] * 2
+    s = seed_stats(empty)
+    assert np.isnan(s["neg_mass"]).all() and np.isnan(s["neg_count"]).all()
+    res = {("on-policy", "symmetric"): empty, **{("reuse-2", r): empty for r in RULES}}
+    v = statuses(res, ["reuse-2"])
+    assert [t.tested for t in v[2].tests] == [False, False, True]        # count, mass: nothing to count; length
+    assert v[2].status == "inconclusive" and v[4].regime.startswith("regime unknown")
 
 
 def synthetic_results(acc, n_seeds=3, steps=12):
-    """{(scenario, rule): runs} with final accuracy acc[scenario][rule] + a small per-seed spread."""
+    """{(scenario, rule): runs of seeds 0..n_seeds-1} with final accuracy acc[scenario][rule] + a small per-seed
+    spread (seed k: + 0.01 k)."""
     out = {}
     for scenario, by_rule in acc.items():
         for rule, a in by_rule.items():
@@ -106,39 +131,88 @@ def synthetic_results(acc, n_seeds=3, steps=12):
                 fake_run(a + 0.01 * k, reward=list(0.5 + (0.2 if stale else 0.02) * np.sin(np.arange(steps) * (k + 2))),
                          entropy=list(np.linspace(1.0, 0.2 if stale else 0.6, steps) + 0.001 * k),
                          grad=[1.0] * (steps - 1) + [5.0 + k if stale else 1.0 + 0.1 * k],
-                         c_low=0.6 if rule == "bapo" else 0.8, c_high=1.28 if rule == "clip-higher" else 1.2)
+                         c_low=0.6 if rule == "bapo" else 0.8, c_high=1.28 if rule == "clip-higher" else 1.2,
+                         seed=k)
                 for k in range(n_seeds)]
     return out
 
 
-def test_claim_verdicts_follow_the_numbers():
+def statuses(res, stale, **kw):
+    return {v.claim: v for v in claim_checks(res, stale, **kw)}
+
+
+def test_claims_supported_when_built_to_hold():
     good = synthetic_results({"on-policy": {r: 0.6 for r in RULES},
                               "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7, "bapo": 0.8},
                               "reuse-4": {"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.7}})
+    v = statuses(good, ["reuse-2", "reuse-4"])
+    assert v[1].status == "supported"                        # volatile, spiky, entropy lower at reuse-4
+    assert v[5].status == "supported" and "final accuracy, reuse-2: BAPO" in v[5].direction
+    assert "BAPO (ran as fixed [0.6, 1.2]) > clip-higher by +10 points" in v[5].direction   # ρ never below ρ0
     lines = claim_verdicts(good, ["reuse-2", "reuse-4"])
     assert len(lines) == 5 and [line.split(" ")[1] for line in lines] == ["1", "2", "3", "4", "5"]
-    assert "claim 1" in lines[0] and ": REPRODUCED" in lines[0]         # volatile, spiky, entropy lower
-    assert ": REPRODUCED" in lines[4] and "reuse-2: BAPO 0.810" in lines[4]
+    assert ": SUPPORTED — " in lines[4] and "regime balanced" in lines[4]
+
+
+def test_claims_contradicted_by_a_significant_opposite_result_and_the_c_low_half():
     bad = synthetic_results({"on-policy": {r: 0.6 for r in RULES},
                              "reuse-2": {"symmetric": 0.8, "clip-higher": 0.7, "bapo": 0.6}})
-    lines = claim_verdicts(bad, ["reuse-2"])
-    assert ": NOT REPRODUCED" in lines[4]
-    # BAPO sat at [0.6, 1.2] and did worse than symmetric: the c_low half of claim 3 is tested and holds
-    assert "c_low lowered to 0.6" in lines[2] and "reuse-2 yes" in lines[2].split("c_low lowered")[1]
+    v = statuses(bad, ["reuse-2"])
+    assert v[5].status == "contradicted" and v[5].n_against == 2
+    # BAPO kept [0.6, 1.2] and did worse than symmetric: the c_low half of claim 3 is tested, and counts for
+    t = [t for t in v[3].tests if t.a.startswith("BAPO")]
+    assert len(t) == 1 and t[0].outcome() == "for" and "c_low lowered to 0.6" in v[3].detail
+    assert v[3].status == "contradicted"                     # clip-higher significantly below symmetric
 
 
-def test_claim_4_is_not_tested_when_bapo_never_searched_and_claim_1_names_the_batch_size():
+def test_noise_is_inconclusive_and_one_seed_is_not_testable():
+    same = synthetic_results({"on-policy": {r: 0.6 for r in RULES}, "reuse-2": {r: 0.6 for r in RULES}})
+    for key in same:                                          # shuffle the seeds' spread: no consistent gap
+        if key[1] == "bapo":
+            same[key] = [[{**rec, "seed": 2 - rec["seed"]} for rec in run] for run in same[key]]
+    assert statuses(same, ["reuse-2"])[5].status == "inconclusive"
+    one = synthetic_results({"on-policy": {r: 0.6 for r in RULES}, "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7,
+                                                                                 "bapo": 0.8}}, n_seeds=1)
+    v = statuses(one, ["reuse-2"])
+    assert v[5].status == "not testable: n = 1 < 2 seeds per comparison"
+
+
+def test_runs_are_paired_by_their_seed_id_not_their_place_in_the_list():
+    res = synthetic_results({"on-policy": {r: 0.6 for r in RULES},
+                             "reuse-2": {"symmetric": 0.6, "clip-higher": 0.7, "bapo": 0.8}})
+    base = statuses(res, ["reuse-2"])[5].tests
+    shuffled = {key: runs[::-1] if key[1] == "bapo" else runs for key, runs in res.items()}   # seeds 2, 1, 0
+    assert [(t.n, t.diff, t.p) for t in statuses(shuffled, ["reuse-2"])[5].tests] == [(t.n, t.diff, t.p) for t in base]
+    # BAPO's runs renamed seeds 1, 2, 3 (0.80, 0.81, 0.83) against clip-higher's seeds 0, 1, 2 (0.70, 0.71, 0.72):
+    # seeds 1 and 2 pair up, each +9 points (by position it would be +10 points)
+    res["reuse-2", "bapo"] = [[{**rec, "seed": rec["seed"] + 1} for rec in run] for run in res["reuse-2", "bapo"]]
+    res["reuse-2", "bapo"][-1] = fake_run(0.83, [0.5] * 12, [1.0] * 12, [1.0] * 12, c_low=0.6, seed=3)
+    t = statuses(res, ["reuse-2"])[5].tests[0]
+    assert t.a.startswith("BAPO") and t.b == "clip-higher" and t.n == 2
+    assert t.diff == pytest.approx(0.09) and t.lo == pytest.approx(0.09)
+    with pytest.raises(ValueError, match="distinct seeds"):
+        claim_checks({**res, ("reuse-2", "bapo"): [res["reuse-2", "bapo"][0]] * 2}, ["reuse-2"])
+
+
+def test_claim_4_is_not_testable_when_bapo_never_needed_the_search_and_claim_1_names_the_batch_size():
     res = synthetic_results({"on-policy": {"symmetric": 0.6}, "partial-8": {r: 0.6 for r in RULES}})
     res["partial-8", "bapo"] = [fake_run(0.6, [0.5] * 12, [1.0] * 12, [1.0] * 12, c_low=0.6, search=0, rho=0.5)] * 3
     res["partial-8", "symmetric"] = [fake_run(0.6 + 0.01 * k, [0.5] * 12, [1.0] * 12, [1.0] * 12, groups=3)
                                      for k in range(3)]
-    lines = claim_verdicts(res, ["partial-8"])
-    assert "NOT TESTED (BAPO NEVER SEARCHED)" in lines[3] and "moved the bounds in only 0% of them" in lines[3]
-    assert "trains on 3.0 groups per update against 16" in lines[0]
+    v = statuses(res, ["partial-8"])
+    assert v[4].status == "not testable: the search never had to move (ρ before it ≥ ρ0 in every update)"
+    assert v[4].regime.startswith("regime balanced: ρ before the search < ρ0 in 0%")
+    assert "trains on 3.0 groups per update against 16" in v[1].detail
     s = seed_stats(res["partial-8", "bapo"])
     assert s["searched"].tolist() == [0.0] * 3 and s["rho_before_min"][0] == 0.5
-    res["partial-8", "bapo"] = [fake_run(0.6, [0.5] * 12, [1.0] * 12, [1.0] * 12, search=2)] * 3
-    assert "NOT TESTED" not in claim_verdicts(res, ["partial-8"])[3]
+    # the old criterion ("ρ >= ρ0 after the search in > 90% of updates") held here by construction:
+    assert s["rho_reached"].tolist() == [1.0] * 3 and np.isnan(s["reached_when_needed"]).all()
+    # ρ below ρ0 and the search reaching it: claim 4's reach part is tested, and counts for
+    res["partial-8", "bapo"] = [fake_run(0.6, [0.5] * 12, [1.0] * 12, [1.0] * 12, search=2, rho=0.3, rho_after=0.42,
+                                         c_high=1.6) for _ in range(3)]
+    v = statuses(res, ["partial-8"])
+    assert not v[4].status.startswith("not testable") and v[4].tests[0].outcome() == "for"
+    assert v[4].tests[0].a == "BAPO" and v[4].regime.startswith("regime negatives-dominate")
 
 
 def test_accuracy_vs_groups_compares_at_equal_samples():
@@ -192,7 +266,7 @@ def test_load_or_compare_runs_once_then_loads(tmp_path):
                                     on_policy_rules=("symmetric",), **FAST)
     assert source.startswith("computed") and list(first) == [("on-policy", "symmetric"), ("reuse-1", "symmetric"),
                                                              ("reuse-1", "clip-higher"), ("reuse-1", "bapo")]
-    assert not (quick / "arithmetic-add" / "on-policy" / "bapo").exists()              # only the rules asked for on-policy
+    assert not (quick / "arithmetic-add" / "on-policy" / "bapo").exists()     # only the rules asked for on-policy
     again, source = load_or_compare(quick, "add", (0, 1), seeds=2, on_policy_rules=("symmetric",))
     assert source.startswith("loaded") and again == first
     with pytest.raises(FileNotFoundError):                                   # 3 seeds asked, 2 there
@@ -295,6 +369,8 @@ def test_partial_and_length_views_pool_the_rules():
     fig, rows = length_view(res, ["on-policy", "partial-8"])
     assert rows["on-policy"]["len_wrong"] - rows["on-policy"]["len_correct"] == 2 and rows["on-policy"]["longer_wrong"] == 1
     assert rows["partial-8"]["longer_wrong"] == 0
+    st = seed_stats(res["on-policy", "symmetric"])
+    assert rows["on-policy"]["p"] == paired_test(st["len_wrong"], st["len_correct"])["p"] == 0.0   # each seed: +2
 
 
 def test_warmstart_view_reads_the_cached_summary():
@@ -306,7 +382,7 @@ def test_warmstart_view_reads_the_cached_summary():
 
 
 def test_answers_table_scores_what_the_model_writes():
-    from toy_rl.arithmetic.views import answers_table
+    from toy_rl.arithmetic.demos import answers_table
     from toy_rl.arithmetic.model.evaluate import complete
     from toy_rl.arithmetic.tasks import get_task
     from toy_rl.arithmetic.warmstart import load_warmstart

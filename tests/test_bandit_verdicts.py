@@ -1,64 +1,173 @@
-"""toy_rl.bandit.verdicts: rung 1's verdicts on the paper's claims 1-5 (notebook 02 §7, the rung-1 report) come
-from a sweep, five of them with their evidence, and they follow the numbers: constructed summaries where a claim
-must hold or fail make it REPRODUCED or NOT REPRODUCED."""
-import copy
+"""toy_rl.bandit.verdicts: rung 1's verdicts follow paired tests by seed, Holm-corrected across the claims, on
+synthetic runs built to make each claim hold, fail, or say nothing; the old criteria that were met by construction
+are gone (claim 4 on updates that never needed the search, claim 1 per sample under reuse)."""
+import zlib
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from toy_rl.bandit import (BanditConfig, claim_checks, claim_verdicts, negative_dominance, per_seed_summary,
-                           rule_tests, sweep)
+from toy_rl.bandit import BanditConfig, claim_checks, claim_verdicts, negative_dominance, rule_tests, sweep
 from toy_rl.bandit.simulate import BanditRun
-from toy_rl.bandit.verdicts import CLAIMS, staleness_points
-from toy_rl.bandit.views import staleness_curves, verdict_line
+from toy_rl.bandit.verdicts import CLAIMS, ablation_checks, one_step_checks
+from toy_rl.clipping import BAPO
+from toy_rl.stats import holm
+from toy_rl.verdicts import verdict_line
 
-KS = (0, 2, 4)
+T = 40
 RULES = ("symmetric", "clip-higher", "bapo")
 
 
-@pytest.fixture(scope="module")
-def small():
-    """A small sweep (3 seeds x 40 updates) and its per-seed summaries."""
-    results = sweep(BanditConfig(steps=40), KS, RULES, range(3))
-    return results, {key: per_seed_summary(run) for key, run in results.items()}
+def fake_run(rule, k, seeds=6, H_end=1.0, R_end=0.9, spike=1.0, wobble=0.0, jagged=0.0, rho_before=0.5,
+             rho_after=None, c_high=None, neg=0.3, pos=0.2, noise=0.01, shift=0.0):
+    """A BanditRun whose metrics are straight lines (entropy 3 -> H_end, reward 0.1 -> R_end over T updates) plus a
+    per-seed offset drawn for this (rule, staleness): paired differences vary from seed to seed, as in real runs.
+    ``spike``: the largest gradient norm; ``wobble``: reward oscillation (volatility); ``jagged``: gradient-norm
+    oscillation (roughness); ``rho_before``/``rho_after``/``c_high``: BAPO's search."""
+    rng = np.random.default_rng(zlib.crc32(repr((rule, k, seeds, H_end, R_end)).encode()))
+    off = rng.normal(0, noise, (seeds, 1))
+    t = np.linspace(0, 1, T)[None]
+    sign = (-1.0) ** np.arange(T)[None]
+    entropy = 3.0 + (H_end - 3.0) * t + off + shift
+    reward = 0.1 + (R_end - 0.1) * t + off + shift + wobble * sign
+    grad = np.ones((seeds, T)) + jagged * (sign > 0) + 0.05 * off
+    grad[:, T // 2] = spike + off[:, 0]
+    full = lambda v: np.full((seeds, T), float(v))
+    rule_obj = BAPO() if rule == "bapo" else None
+    metrics = dict(entropy=entropy, expected_reward=reward, grad_norm=grad, rho_before=full(rho_before),
+                   rho=full(rho_before if rho_after is None else rho_after),
+                   c_low=full(0.6 if rule == "bapo" else 0.8),
+                   c_high=full(c_high or {"symmetric": 1.2, "clip-higher": 1.28, "bapo": 1.2}[rule]),
+                   clip_frac_low=full(0.01), clip_frac_high=full(0.01), neg_adv_frac=full(neg), pos_adv_frac=full(pos),
+                   ratio_std=full(0.1))
+    initial = dict(entropy=entropy[:, 0] - 0.01, expected_reward=reward[:, 0] - 0.01)
+    return BanditRun(BanditConfig(steps=T, staleness=k), rule, list(range(seeds)), metrics, initial, None,
+                     extra={"rule_obj": rule_obj})
 
 
-def test_five_verdicts_with_evidence_from_a_small_sweep(small):
-    results, per = small
-    checks = claim_checks(results)
-    assert [c["claim"] for c in checks] == [1, 2, 3, 4, 5]
-    assert [c["text"] for c in checks] == [CLAIMS[i] for i in range(1, 6)]
-    for c in checks:
-        assert c["verdict"] in (True, False, "partly") and type(c["verdict"]) in (bool, str)
-        assert isinstance(c["evidence"], str) and any(ch.isdigit() for ch in c["evidence"])
-    assert "staleness 0 -> 4" in checks[0]["evidence"] and "after 10 updates" in checks[0]["evidence"]
-    assert "staleness 2: mean reward BAPO" in checks[4]["evidence"] and "staleness 4:" in checks[4]["evidence"]
-    lines = claim_verdicts(results)
-    assert lines == [verdict_line(c["claim"], c["text"], c["verdict"], c["evidence"]) for c in checks]
-    assert all(line.startswith(f"claim {i} (") for i, line in enumerate(lines, 1))
-    # the summaries the notebook passes in are the ones computed by default
-    at = staleness_curves({k: results[k, "symmetric"] for k in KS})[1]
-    assert staleness_points(results, KS) == at
-    assert claim_verdicts(results, per, at) == lines
+def sweep_of(cells: dict, ks=(0, 2, 4), **common):
+    """{(k, rule): fake_run} with the keyword arguments of ``cells[(k, rule)]`` (missing cells: defaults)."""
+    return {(k, r): fake_run(r, k, **{**common, **cells.get((k, r), {})})
+            for k in ks for r in (("symmetric",) if k == 0 else RULES)}
 
 
-def test_the_summaries_are_the_notebooks_tables(small):
-    results, per = small
-    t = rule_tests(per, (2, 4))
-    assert set(t) == {2, 4} and t[4]["bapo"] == pytest.approx(per[4, "bapo"]["mean_reward"].mean())
-    assert 0 <= t[2]["p_ch_vs_sym"] <= 1 and 0 <= t[2]["p_bapo_vs_ch"] <= 1
-    d = negative_dominance(results[0, "symmetric"])
-    assert d["mass_early"] == 0.0                    # on-policy every ratio is 1: ρ = 0.5, never below
-    assert set(d) == {"count_early", "count_late", "mass_early", "mass_late"}
+NEEDY = dict(rho_before=0.3, rho_after=0.42, c_high=1.6)          # the search had work to do, and did it
+
+
+def good_sweep(**common):
+    """Every claim built to hold: staleness lowers entropy faster, spikes the gradient, shakes the reward;
+    negatives dominate; clip-higher beats symmetric, BAPO beats both, with entropy kept and a smooth gradient."""
+    cells = {(0, "symmetric"): dict(H_end=2.0, jagged=0.3)}
+    for k in (2, 4):
+        cells[k, "symmetric"] = dict(H_end=0.5, R_end=0.7, spike=3.0, wobble=0.02, jagged=0.3, neg=0.6, pos=0.2,
+                                     rho_before=0.3)
+        cells[k, "clip-higher"] = dict(H_end=0.8, R_end=0.8, jagged=0.3)
+        cells[k, "bapo"] = dict(H_end=1.0, R_end=0.9, **NEEDY)
+    return sweep_of(cells, **common)
+
+
+def by_claim(results, **kw):
+    return {v.claim: v for v in claim_checks(results, **kw)}
+
+
+def test_every_claim_supported_when_built_to_hold_and_bapo_named_plainly():
+    v = by_claim(good_sweep())
+    assert [v[i].status for i in range(1, 6)] == ["supported"] * 5
+    assert v[1].n_for == 4 and v[1].n_against == 0
+    assert v[4].regime.startswith("regime negatives-dominate") and "left [0.6, 1.2] in 100%" in v[4].regime
+    t = v[5].tests[0]
+    assert (t.a, t.b, t.expect) == ("BAPO", "clip-higher", ">")          # not "ran as fixed": the search moved
+    assert "mean reward, staleness 2: BAPO > clip-higher by +0.04" in v[5].direction and "p_holm" in v[5].direction
+    lines = claim_verdicts(good_sweep())
+    assert lines == [verdict_line(x) for x in claim_checks(good_sweep())]
+    assert all(line.startswith(f"claim {i} ({CLAIMS[i]}): SUPPORTED — ") for i, line in enumerate(lines, 1))
+
+
+def test_a_significant_opposite_result_contradicts_the_claim():
+    res = good_sweep()
+    for k in (2, 4):                                                 # BAPO now clearly worse than clip-higher
+        res[k, "bapo"] = fake_run("bapo", k, H_end=1.0, R_end=0.3, **NEEDY)
+    v = by_claim(res)
+    assert v[5].status == "contradicted" and v[5].n_against == 2
+    assert "BAPO < clip-higher by -0.2" in v[5].direction
+    # clip-higher vs symmetric still counts for, but one significant result against is enough
+    assert v[5].n_for == 2
+    res = good_sweep()
+    res[4, "clip-higher"] = fake_run("clip-higher", 4, H_end=0.8, R_end=0.3, jagged=0.3)   # worse than symmetric
+    assert by_claim(res)[3].status == "contradicted"
+
+
+def test_noise_alone_is_inconclusive_not_partly():
+    """Every cell the same up to seed noise: raw point differences exist, but nothing is significant."""
+    res = sweep_of({}, noise=0.05)
+    v = by_claim(res)
+    for i in (3, 5):
+        assert v[i].status == "inconclusive" and v[i].n_for == v[i].n_against == 0
+        assert any(t.diff != 0 for t in v[i].tests)                  # the old rules said "partly" on these
+
+
+def test_one_seed_is_not_testable():
+    v = by_claim(good_sweep(seeds=1))
+    for i in (1, 3, 5):
+        assert v[i].status == "not testable: n = 1 < 2 seeds per comparison"
+    assert "NOT TESTABLE: n = 1 < 2 seeds" in verdict_line(v[5])
+
+
+def test_balanced_regime_names_bapo_as_the_fixed_bounds_it_ran_with():
+    res = good_sweep()
+    for k in (2, 4):                                                 # ρ starts above ρ0: the search never moves
+        res[k, "bapo"] = fake_run("bapo", k, H_end=1.0, R_end=0.9, rho_before=0.55)
+    v = by_claim(res)
+    assert v[5].status == "supported" and v[5].regime.startswith("regime balanced: ρ before the search < ρ0 in 0%")
+    assert v[5].tests[0].a == "BAPO (ran as fixed [0.6, 1.2])"
+    assert "BAPO (ran as fixed [0.6, 1.2]) > clip-higher" in verdict_line(v[5])
+
+
+def test_claim_4_is_not_testable_when_rho_starts_above_rho0_everywhere():
+    """The old criterion (ρ >= ρ0 after the search in > 90% of updates) held whenever ρ started above ρ0."""
+    res = good_sweep()
+    for k in (2, 4):
+        res[k, "bapo"] = fake_run("bapo", k, H_end=1.0, R_end=0.7, rho_before=0.55)
+    v = by_claim(res)
+    assert v[4].status == "not testable: the search never had to move (ρ before it ≥ ρ0 in every update)"
+    assert not v[4].tests[0].tested if v[4].tests else True
+    # and where the search had work to do but fell short, the reach part counts against
+    for k in (2, 4):
+        res[k, "bapo"] = fake_run("bapo", k, H_end=1.0, R_end=0.7, rho_before=0.3, rho_after=0.35, c_high=3.0)
+    v = by_claim(res)
+    assert v[4].status == "contradicted" and v[4].tests[0].outcome() == "against"
+
+
+def test_holm_runs_across_all_claims_of_the_rung():
+    checks = claim_checks(good_sweep(noise=0.05))
+    tests = [t for v in checks for t in v.tests]
+    assert len(tests) == 4 + 2 + 4 + 5 + 4
+    np.testing.assert_allclose([t.p_holm for t in tests], holm([t.p for t in tests]))
+    assert all(t.p_holm >= t.p for t in tests)
+
+
+def test_claim_1_compares_at_equal_updates_and_equal_progress_not_per_sample():
+    v = by_claim(good_sweep())[1]
+    whats = [t.what for t in v.tests]
+    assert whats == ["entropy after 10 updates", "entropy when the reward first passes halfway",
+                     "largest gradient norm", "std of the reward change per update"]
+    assert not any("sample" in w for w in whats) and "lower by construction" in v.detail
+
+
+def test_claim_5_needs_staleness_2_or_4_and_the_sweep_needs_its_runs():
+    res = sweep_of({}, ks=(0, 8))
+    assert by_claim(res)[5].status == "not testable: the sweep has neither staleness 2 nor 4"
+    with pytest.raises(ValueError, match="staleness 0"):
+        claim_checks({key: run for key, run in good_sweep().items() if key[0] > 0})
+    with pytest.raises(ValueError, match=r"missing \[\(4, 'bapo'\)\]"):
+        claim_checks({key: run for key, run in good_sweep().items() if key != (4, "bapo")})
 
 
 def test_negative_dominance_counts_what_it_says():
-    steps = 8
     m = dict(neg_adv_frac=np.array([[0.6] * 2 + [0.2] * 6, [0.0] * 2 + [0.6] * 6]),
              pos_adv_frac=np.array([[0.1] * 2 + [0.4] * 6, [0.0] * 2 + [0.1] * 6]),
              rho=np.array([[0.3, np.nan] + [0.6] * 6, [0.5] * 2 + [0.4, 0.4, 0.6, 0.6, 0.6, 0.6]]))
-    run = BanditRun(BanditConfig(steps=steps), "symmetric", [0, 1], m, {}, None)
+    run = BanditRun(BanditConfig(steps=8), "symmetric", [0, 1], m, {}, None)
     d = negative_dominance(run)                     # first quarter: 2 updates
     assert d["count_early"] == 1.0                  # seed 1's first two updates have no advantage: left out
     assert d["count_late"] == 0.5
@@ -66,77 +175,49 @@ def test_negative_dominance_counts_what_it_says():
     assert d["mass_late"] == pytest.approx(2 / 12)
 
 
-def _set(per, key, name, values):
-    per[key][name] = np.asarray(values, dtype=float)
+def test_verdicts_and_tables_from_real_sweeps():
+    """A real reuse sweep and a lag one give five verdicts each; rule_tests are the notebook's Welch table."""
+    from toy_rl.bandit import per_seed_summary
+    results = sweep(BanditConfig(steps=40), (0, 2), RULES, range(3))
+    per = {key: per_seed_summary(run) for key, run in results.items()}
+    assert claim_verdicts(results, per) == claim_verdicts(results)
+    t = rule_tests(per, (2,))
+    assert t[2]["bapo"] == pytest.approx(per[2, "bapo"]["mean_reward"].mean()) and 0 <= t[2]["p_ch_vs_sym"] <= 1
+    lag = sweep(replace(BanditConfig(steps=24), mode="lag"), (0, 2), RULES, range(2))
+    checks = claim_checks(lag)
+    assert len(checks) == 5 and "lag mode" in checks[0].detail
 
 
-def test_claims_3_and_5_follow_constructed_summaries(small):
-    """Clip-higher clearly beating symmetric (reward and entropy), BAPO clearly beating clip-higher: claims 3 and 5
-    REPRODUCED; the same summaries with the order reversed: NOT REPRODUCED."""
-    results, per = small
-    noise = np.array([-0.01, 0.0, 0.01])
-    good = copy.deepcopy(per)
-    for k in (2, 4):
-        _set(good, (k, "symmetric"), "mean_reward", 0.5 + noise)
-        _set(good, (k, "clip-higher"), "mean_reward", 0.6 + noise)
-        _set(good, (k, "bapo"), "mean_reward", 0.7 + noise)
-        _set(good, (k, "symmetric"), "final_entropy", [0.2] * 3)
-        _set(good, (k, "clip-higher"), "final_entropy", [0.4] * 3)
-    checks = claim_checks(results, per=good)
-    assert checks[2]["verdict"] is True and "higher (p < 0.05) at 2 of 2" in checks[2]["evidence"]
-    assert checks[4]["verdict"] is True
-    assert "staleness 4: mean reward BAPO 0.700, clip-higher 0.600" in checks[4]["evidence"]
-    assert ": REPRODUCED — " in claim_verdicts(results, per=good)[4]
-
-    bad = copy.deepcopy(good)
-    for k in (2, 4):
-        _set(bad, (k, "clip-higher"), "mean_reward", 0.5 + noise)    # same as symmetric: p = 1
-        _set(bad, (k, "bapo"), "mean_reward", 0.4 + noise)           # worse than clip-higher
-        _set(bad, (k, "clip-higher"), "final_entropy", [0.1] * 3)    # below symmetric
-    checks = claim_checks(results, per=bad)
-    assert checks[2]["verdict"] is False and "at 0 of 2" in checks[2]["evidence"]
-    assert checks[4]["verdict"] is False
-    assert ": NOT REPRODUCED — " in claim_verdicts(results, per=bad)[4]
-
-    # only the entropy part of claim 3 holds: partly
-    partly = copy.deepcopy(bad)
-    for k in (2, 4):
-        _set(partly, (k, "clip-higher"), "final_entropy", [0.4] * 3)
-    assert claim_checks(results, per=partly)[2]["verdict"] == "partly"
+def _row(values, bounds=(0.8, 1.2), rho_before=None):
+    n = len(values)
+    each = dict(exact_natural=np.asarray(values), exact_vanilla=np.asarray(values) * 0.5,
+                c_low=np.full(n, bounds[0]), c_high=np.full(n, bounds[1]))
+    if rho_before is not None:
+        each["rho_before"] = np.full(n, rho_before)
+    quads = {q: dict(dH_natural=float(np.mean(values)) * w, dH_vanilla=0.0, share=0.25, clip_frac=0.1)
+             for q, w in (("high_p_high_A", 1), ("low_p_low_A", 2))}
+    return dict(c_low=bounds[0], c_high=bounds[1], per_instance=each, **quads)
 
 
-def test_claim_1_follows_constructed_summaries(small):
-    """Entropy falling faster per update and per sample, gradient spikes, more volatile reward: REPRODUCED;
-    entropy falling slower on both axes: NOT REPRODUCED."""
-    results, per = small
-    good, at = copy.deepcopy(per), copy.deepcopy(staleness_points(results, KS))
-    at[0].update(entropy_at_update=2.0, entropy_at_samples=2.0)
-    at[4].update(entropy_at_update=1.0, entropy_at_samples=1.0)
-    _set(good, (0, "symmetric"), "grad_norm_max", [1.0, 1.1, 0.9])
-    _set(good, (4, "symmetric"), "grad_norm_max", [3.0, 3.1, 2.9])
-    _set(good, (0, "symmetric"), "reward_volatility", [0.01] * 3)
-    _set(good, (4, "symmetric"), "reward_volatility", [0.05] * 3)
-    c1 = claim_checks(results, per=good, at=at)[0]
-    assert c1["verdict"] is True
-    assert "entropy after 10 updates 2.00 -> 1.00 (falls faster per update)" in c1["evidence"]
-    assert "largest grad norm 1.00 -> 3.00 (spikes)" in c1["evidence"] and "more volatile" in c1["evidence"]
-    at[4].update(entropy_at_update=3.0, entropy_at_samples=3.0)
-    c1 = claim_checks(results, per=good, at=at)[0]
-    assert c1["verdict"] is False and "falls slower per sample" in c1["evidence"]
+def test_one_step_checks_pair_instances_and_name_the_quadrant_from_the_numbers():
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 1e-3, 200)
+    by_bounds = {(0.8, 1.2): _row(base), (0.8, 2.0): _row(base + 2e-4), (0.6, 1.2): _row(base - 2e-4, (0.6, 1.2))}
+    by_rule = {"symmetric": _row(base), "bapo": _row(base - 3e-4, (0.6, 1.3), rho_before=0.3)}
+    v = {x.claim: x for x in one_step_checks(by_rule, by_bounds)}
+    assert v[1].status.startswith("not testable: a claim about training runs")
+    assert v[3].status == "supported" and v[4].status == "contradicted"
+    assert "low p low A" in v[4].detail and v[4].regime.startswith("regime negatives-dominate")
+    by_rule["bapo"] = _row(base + 3e-4, (0.6, 1.2), rho_before=0.5)
+    v = {x.claim: x for x in one_step_checks(by_rule, by_bounds)}
+    assert v[4].status == "supported" and v[4].tests[0].a == "BAPO (ran as fixed [0.6, 1.2])"
 
 
-def test_claim_5_needs_staleness_2_or_4_and_the_sweep_needs_its_runs(small):
-    results, _ = small
-    only8 = {(0 if k == 0 else 8, rule): run for (k, rule), run in results.items() if k in (0, 4)}
-    c5 = claim_checks(only8)[4]
-    assert c5["verdict"] == "not tested here" and "neither staleness 2 nor 4" in c5["evidence"]
-    with pytest.raises(ValueError, match="staleness 0"):
-        claim_checks({key: run for key, run in results.items() if key[0] > 0})
-    with pytest.raises(ValueError, match=r"missing \[\(4, 'bapo'\)\]"):
-        claim_checks({key: run for key, run in results.items() if key != (4, "bapo")})
-
-
-def test_verdicts_from_a_lag_mode_sweep():
-    """Lag mode (a fresh batch every update, sampled by an older policy): five verdicts as well."""
-    results = sweep(replace(BanditConfig(steps=24), mode="lag"), (0, 2), RULES, range(2))
-    assert len(claim_verdicts(results)) == 5
+def test_ablation_checks_from_fixed_bounds():
+    abl = {k: {b: fake_run("symmetric", k, R_end=r, H_end=h) for b, r, h in
+               (((0.8, 1.2), 0.5, 0.5), ((0.8, 1.28), 0.55, 0.6), ((0.8, 2.0), 0.7, 0.9), ((0.6, 1.2), 0.4, 0.3))}
+           for k in (2, 4)}
+    trained = {k: {"BAPO()": fake_run("bapo", k, R_end=0.7, H_end=1.0, **NEEDY)} for k in (2, 4)}
+    v = {x.claim: x for x in ablation_checks(abl, trained)}
+    assert v[3].status == "supported" and v[4].status == "supported" and v[5].status == "supported"
+    assert "BAPO() − [0.8, 2] =" in v[5].detail

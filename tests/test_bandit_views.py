@@ -1,5 +1,6 @@
-"""toy_rl.bandit.views: the plots and slider callbacks of notebooks 01-03 return figures, their numbers move
-with the sliders, and they are the library's numbers (explain_update, verify, simulate, BAPO.search)."""
+"""toy_rl.bandit.views and what they draw (toy_rl.bandit.demos, .measures, .replay): the plots and slider
+callbacks of notebooks 01-03 return figures, their numbers move with the sliders, and they are the library's
+numbers (explain_update, verify, simulate, BAPO.search)."""
 import math
 
 import numpy as np
@@ -10,12 +11,13 @@ from matplotlib.figure import Figure
 from toy_rl.bandit import (BanditConfig, bounds_ablation, explain_update, per_seed_summary, simulate, sweep,
                            verify)
 from toy_rl.bandit.quadrants import QUADRANTS
-from toy_rl.bandit.views import (ablation_figure, demo_instance, entropy_rule_scatter, entropy_vs_reward, error_vs_eta,
-                                 explain_callback, explain_view, fixed_bounds, format_rows, per_batch_volatility,
-                                 quadrant_bars, quick_callback, quick_compare, readings_figure, readings_table,
-                                 replay_batches, rho_against_bound, rho_bound_figure, rho_readings, roughness,
-                                 rule_bands, runs_table, same_instances, search_landing, smooth, staleness_curves,
-                                 verdict_line, x_axis)
+from toy_rl.bandit.demos import demo_instance, same_instances
+from toy_rl.bandit.measures import per_batch_volatility, roughness, runs_table, x_axis
+from toy_rl.bandit.replay import readings_table, replay_batches, rho_against_bound, rho_readings, search_landing
+from toy_rl.bandit.views import (ablation_figure, entropy_rule_scatter, entropy_vs_reward, error_vs_eta,
+                                 explain_callback, explain_view, quadrant_bars, quick_callback, quick_compare,
+                                 readings_figure, rho_bound_figure, rule_bands, staleness_curves)
+from toy_rl.plotting import fixed_bounds, format_rows
 from toy_rl.clipping import BAPO, Symmetric
 from toy_rl.clipping.balance import balance_of, masses
 
@@ -87,6 +89,12 @@ def test_same_instances_rows_add_up_and_respond_to_the_bounds():
     fig, table = quadrant_bars(rows)
     assert isinstance(fig, Figure) and set(table) == set(rows)
     assert table["sym"]["low_p_low_A"]["clip_frac"] == rows["sym"]["low_p_low_A"]["clip_frac"]
+    for name, row in rows.items():                                   # per instance: the means above, instance by instance
+        assert row["per_instance"]["exact_natural"].mean() == pytest.approx(row["exact_natural"])
+        assert row["per_instance"]["c_high"].shape == (600,)
+    assert "rho_before" in rows["bapo"]["per_instance"] and "rho_before" not in rows["sym"]["per_instance"]
+    moved = (rows["bapo"]["per_instance"]["c_high"] > 1.2 + 1e-9) | (rows["bapo"]["per_instance"]["c_low"] > 0.6 + 1e-9)
+    np.testing.assert_array_equal(moved, rows["bapo"]["per_instance"]["rho_before"] < 0.4)   # BAPO() searches iff ρ < ρ0
     # the same instances, so the one-step ladder is monotone in c_high
     ladder = same_instances({h: fixed_bounds(0.8, h) for h in (1.2, 1.5, 2.0)}, instances=600, seed=1)
     assert ladder[1.2]["exact_natural"] < ladder[1.5]["exact_natural"] < ladder[2.0]["exact_natural"]
@@ -143,12 +151,6 @@ def test_x_axis_volatility_and_roughness(results):
     assert per_batch_volatility(stale).shape == (3,)
     flat = np.abs(np.diff(stale.curve("grad_norm"), axis=1)).mean(1)
     np.testing.assert_allclose(roughness(stale), flat)
-
-
-def test_smooth_ignores_nans():
-    v = np.array([[1.0, np.nan, 3.0, 5.0]])
-    np.testing.assert_allclose(smooth(v, 1), v)
-    np.testing.assert_allclose(smooth(v, 2), [[1.0, 1.0, 3.0, 4.0]])
 
 
 # --- notebook 03 ------------------------------------------------------------------------------------
@@ -247,9 +249,6 @@ def test_runs_table_and_ablation_figure_are_per_seed_summary():
 
 
 def test_small_helpers():
-    assert verdict_line(5, "x", True, "e") == "claim 5 (x): REPRODUCED — e"
-    assert "NOT REPRODUCED" in verdict_line(5, "x", np.bool_(False), "e")
-    assert "PARTLY" in verdict_line(1, "x", "partly", "e")
     with pytest.raises(ValueError, match="c_low"):
         fixed_bounds(1.0, 1.2)
     text = format_rows({"a": {"x": 1.0, "y": "n/a"}}, ("x", "y"))

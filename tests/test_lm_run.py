@@ -23,7 +23,8 @@ from toy_rl.lm.policy import HFPolicy  # noqa: E402
 from toy_rl.experiments import (RULES, format_table, grid, make_spec, make_task, run, run_dir,  # noqa: E402
                                 run_summaries, run_summary, status, summarize, sweep, task_label)
 from toy_rl.lm.run import SMOKE, baseline, load_batch, model_settings, stored_steps  # noqa: E402
-from toy_rl.lm.views import bounds_view, claims, rules_view, run_figure, staleness_view  # noqa: E402
+from toy_rl.lm.verdicts import claim_verdicts  # noqa: E402
+from toy_rl.lm.views import bounds_view, rules_view, run_figure, staleness_view  # noqa: E402
 
 EOS = 2
 CHARS = "0123456789 +-*=\nabcdefghijklmnopqrstuvwxyz"
@@ -258,7 +259,7 @@ def test_views_draw_the_logged_runs(logged):
     assert isinstance(fig, Figure) and numbers["baseline"] == runs[0]["start_accuracy"]
     with pytest.raises(ValueError, match="staleness 7"):
         rules_view(runs, 7)
-    lines = claims(runs, eval_size=8)
+    lines = claim_verdicts(runs, eval_size=8)
     assert [line.split()[1] for line in lines] == ["1", "2", "3", "4", "5"]
 
 

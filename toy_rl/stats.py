@@ -1,5 +1,5 @@
 """Statistics over seeds, shared by every rung: Student-t 95% bands, Welch's and paired t-tests, Holm's
-correction and the seed count a paired test needs.
+correction, the seed count a paired test needs, and the mean of what was measured (:func:`mean_ignoring_nan`).
 
 Bands are mean ± t_{0.975, n−1}·s/√n over seeds (scipy.stats.t); rules are
 compared with Welch's t-test (scipy.stats.ttest_ind, equal_var=False), one
@@ -28,6 +28,14 @@ def confidence_band(values, level: float = 0.95):
         half = stats.t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
     half = np.where(n >= 2, half, np.nan)
     return mean, mean - half, mean + half
+
+
+def mean_ignoring_nan(values) -> float:
+    """Mean of the measured values: None and NaN mean "not measured" and are left out (±inf is kept); NaN,
+    without a warning, when nothing was measured. ``values``: any nesting of numbers (a list, an array)."""
+    v = np.array([math.nan if x is None else x for x in np.ravel(np.asarray(values, dtype=object))], dtype=float)
+    v = v[~np.isnan(v)]
+    return float(v.mean()) if v.size else math.nan
 
 
 def welch_test(a, b) -> tuple[float, float]:

@@ -7,7 +7,7 @@ from .common import CommonFlags, check_out, extra_outs, print_json, show_progres
 
 NAME = "report"
 HELP = ("run a rung's default comparison (1 bandit, 2 arithmetic transformer, 3 LoRA on SmolLM2) and write a "
-        "one-page report: what was run, key plots, summary table with 95% bands and Welch tests, verdicts")
+        "one-page report: what was run, key plots, summary table with 95% bands and tests against symmetric, verdicts")
 
 
 def add_arguments(p):

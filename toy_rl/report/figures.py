@@ -100,7 +100,8 @@ def _bandit_rules(smoke: bool, runs: Path, progress: bool, model=None):
 
 def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
     from ..bandit import BanditConfig, simulate
-    from ..bandit.views import replay_batches, rho_bound_figure
+    from ..bandit.replay import replay_batches
+    from ..bandit.views import rho_bound_figure
     c = RUNG1_SMOKE if smoke else RUNG1
     cfg = BanditConfig(steps=c["steps"], staleness=FOCUS)     # one symmetric run, its batches replayed
     run = simulate(cfg, "symmetric", range(c["seeds"]), keep_logits=True)

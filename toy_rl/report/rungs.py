@@ -3,10 +3,11 @@
 :mod:`toy_rl.report.document` writes as Markdown or as one self-contained HTML file.
 
 The plots are the notebooks' (:mod:`toy_rl.bandit.views`, :mod:`toy_rl.arithmetic.views`,
-:mod:`toy_rl.lm.views`); the tables come from the runners' summaries (:func:`toy_rl.bandit.summary_table`,
-:func:`toy_rl.arithmetic.summary`, :func:`toy_rl.lm.run.table_rows`) with their 95% bands and Welch tests;
-the verdicts from the functions the notebooks print them with (:func:`toy_rl.bandit.verdicts.claim_verdicts`,
-:func:`toy_rl.arithmetic.views.claim_verdicts`, :func:`toy_rl.lm.views.claims`).
+:mod:`toy_rl.lm.views`); the tables from the runners' summaries (:func:`toy_rl.bandit.summary_table`;
+:func:`toy_rl.experiments.summarize` on rungs 2-3) with their 95% bands and paired tests by seed;
+the verdicts from the functions the notebooks print them with, one per rung on the API of :mod:`toy_rl.verdicts`
+(:func:`toy_rl.bandit.verdicts.claim_verdicts`, :func:`toy_rl.arithmetic.verdicts.claim_verdicts`,
+:func:`toy_rl.lm.verdicts.claim_verdicts`).
 """
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def _rung1(smoke, seeds, steps, runs, progress, model) -> dict:
     rows = summary_table(results)
     ks = list(c["stalenesses"])
     focus = 4 if 4 in ks else ks[-1]
-    fig, at = staleness_curves({k: results[k, "symmetric"] for k in ks})
+    fig, _ = staleness_curves({k: results[k, "symmetric"] for k in ks})
     figs = [("staleness", fig,
              "The symmetric rule at every staleness, against optimizer updates (top) and samples seen (bottom); "
              "mean and 95% band over seeds."),
@@ -126,18 +127,21 @@ def _rung1(smoke, seeds, steps, runs, progress, model) -> dict:
     return dict(config=bandit_note(cfg, seeds) + f"; stalenesses {', '.join(map(str, ks))}", seeds=seeds,
                 source="computed now (toy_rl.bandit.sweep)",
                 runner=f"toy-rl bandit --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds} --steps {steps}",
-                figures=figs, table=table, verdicts=claim_verdicts(results, at=at),
-                notes=["Verdicts: toy_rl.bandit.verdicts.claim_verdicts, as notebook 02 (§7) prints them (a reward "
-                       "comparison counts only at p < 0.05). Notebook 03 judges the claims again from its own "
-                       "experiments (fixed bounds, lowering c_low, what ρ counts); those verdicts are computed in that "
-                       "notebook and not restated here."])
+                figures=figs, table=table, verdicts=claim_verdicts(results),
+                notes=["Verdicts: toy_rl.bandit.verdicts.claim_verdicts, as notebook 02 (§7) prints them: every part "
+                       "of a claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts "
+                       "at p_holm < 0.05, for or against the claim); a verdict about BAPO states its regime. "
+                       "Notebook 03 judges claims 3-5 again from its own experiments (fixed bounds, lowering c_low, "
+                       "what ρ counts) with toy_rl.bandit.verdicts.ablation_checks; not restated here."])
 
 
 # === rung 2 =======================================================================================
 
 def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
+    from ..arithmetic.sweep import scenario_names
+    from ..arithmetic.verdicts import claim_verdicts
+    from ..arithmetic.views import rule_bands, scenario_bands
     from ..experiments import summarize
-    from ..arithmetic.views import claim_verdicts, rule_bands, scenario_bands, scenario_names
     ks = (0, 2) if smoke else (0, 2, 4, 8)
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
     results, source, note = arithmetic_runs(runs, "add", ks, seeds=seeds, steps=steps, smoke=smoke,
@@ -161,14 +165,14 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                     num_cell(r["clip_frac_high"]), num_cell(r["grad_norm"], 2)] for r in rows],
                   "Final acc: greedy held-out accuracy after the last update, mean over seeds [95% Student-t band]; "
                   "p: paired t-test by seed against symmetric in the same scenario (toy_rl.experiments.summarize). "
-                  "Other "
-                  "columns: means over updates and seeds.")
+                  "Other columns: means over updates and seeds.")
     return dict(config="task add; " + note, seeds=seeds, source=source,
                 runner=(f"toy-rl arithmetic --task add --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds}"
                         + (f" --steps {steps}" if steps else "") + " --threads 1"),
                 figures=figs, table=table, verdicts=claim_verdicts(results, stale),
-                notes=["Verdicts: toy_rl.arithmetic.views.claim_verdicts, as notebook 04 prints them (a part counts "
-                       "only at p < 0.05)."])
+                notes=["Verdicts: toy_rl.arithmetic.verdicts.claim_verdicts, as notebook 04 prints them: every part "
+                       "of a claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts "
+                       "at p_holm < 0.05, for or against the claim); a verdict about BAPO states its regime."])
 
 
 # === rung 3 =======================================================================================
@@ -176,8 +180,8 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
 def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
     from ..experiments import run_summaries, summarize
     from ..lm.run import DEFAULTS, SMOKE, binomial_se
-    from ..lm.views import claims, group_runs, rules_view, staleness_view
-    from ..stats import confidence_band, welch_test
+    from ..lm.verdicts import claim_verdicts
+    from ..lm.views import rules_view, staleness_view
     if model is None and llm_missing():
         raise ReportError(llm_missing())
     c = RUNG3_SMOKE if smoke else RUNG3
@@ -186,7 +190,6 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
                               on_policy=True, model=model)
     summaries = run_summaries(results)
     eval_size = (SMOKE if smoke else DEFAULTS)["eval_size"]
-    groups = group_runs(summaries)
     focus = max(c["stalenesses"])
     figs = [("rules", rules_view(summaries, focus)[0],
              f"The three rules at staleness {focus}: held-out accuracy, entropy, ρ, bounds, clip fractions, gradient "
@@ -194,37 +197,33 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
             ("staleness", staleness_view(summaries, "clip-higher")[0],
              "Clip-higher on-policy and at every staleness: accuracy, entropy, gradient norm, batch reward.")]
     rows = []
-    for r in summarize(results):
-        ss = groups[r["staleness"], r["rule"]]
-        acc = [s["final_accuracy"] for s in ss if s.get("final_accuracy") is not None]
-        mean, lo, hi = confidence_band(acc) if acc else (math.nan, math.nan, math.nan)
-        final = band_cell(float(mean), float(lo), float(hi))
-        if len(acc) == 1:
-            final += f" ± {binomial_se(acc[0], eval_size):.3f} s.e."
-        base = groups.get((r["staleness"], "symmetric"))
-        p = (welch_test(acc, [s["final_accuracy"] for s in base])[1]
-             if base and r["rule"] != "symmetric" and len(acc) > 1 and len(base) > 1 else None)
+    for r in summarize(results):            # p_vs_symmetric: paired t-test by seed (toy_rl.experiments.summarize)
+        final = band_cell(r["final_accuracy"], r["final_accuracy_lo"], r["final_accuracy_hi"])
+        if r["seeds"] == 1 and r["final_accuracy"] is not None:
+            final += f" ± {binomial_se(r['final_accuracy'], eval_size):.3f} s.e."
         rows.append([str(r["staleness"]), r["rule"], str(r["seeds"]), num_cell(r["start_accuracy"], 2), final,
-                     p_cell(p),
-                     num_cell(r["best_accuracy"], 2), f"{num_cell(r['entropy_first'])} → {num_cell(r['entropy_last'])}",
+                     p_cell(r["p_vs_symmetric"]), num_cell(r["best_accuracy"], 2),
+                     f"{num_cell(r['entropy_first'])} → {num_cell(r['entropy_last'])}",
                      num_cell(r["rho"], 2), num_cell(r["c_low"], 2), num_cell(r["c_high"], 2),
                      num_cell(r["clip_frac_low"]), num_cell(r["clip_frac_high"]), num_cell(r["seconds"], 0)])
     table = Table(["staleness", "rule", "seeds", "baseline", "final acc", "p vs symmetric", "best acc",
                    "entropy first → last", "ρ", "c_low", "c_high", "clip low", "clip high", "seconds"], rows,
                   f"Accuracy: greedy, on {eval_size} held-out problems (baseline: the untouched model); final acc is "
                   "the mean over seeds [95% band] with two or more seeds, else ± one binomial standard error. p: "
-                  "Welch's t-test against symmetric at the same staleness (needs two or more seeds). Entropy: mean "
-                  "over the first / last 5 updates; other columns: means over updates; seconds: training time of a "
-                  "run as logged.")
+                  "paired t-test by seed against symmetric at the same staleness (toy_rl.experiments.summarize; needs "
+                  "two or more seeds on both sides). Entropy: mean over the first / last 5 updates; other columns: "
+                  "means over updates and seeds; seconds: training time of a run as logged, mean over seeds.")
     ks = " ".join(map(str, c["stalenesses"]))
     flags = (" --smoke" if smoke else "") + (f" --steps {steps}" if steps else "") + f" --seeds {seeds}"
     return dict(config="task add (2-digit, 3-shot plain prompt); " + note, seeds=seeds,
                 source=f"toy_rl.experiments.sweep under {Path(runs)} (finished runs read back, missing ones run)",
                 runner=f"toy-rl lora --rule all --staleness {ks}{flags}  and  toy-rl lora --rule clip-higher "
                        f"--staleness 0{flags}",
-                figures=figs, table=table, verdicts=claims(summaries, eval_size),
-                notes=["Verdicts: toy_rl.lm.views.claims, as notebook 06 prints them (accuracy differences judged "
-                       "against 2 standard errors of a difference on the held-out set)."])
+                figures=figs, table=table, verdicts=claim_verdicts(summaries, eval_size),
+                notes=["Verdicts: toy_rl.lm.verdicts.claim_verdicts, as notebook 06 prints them: every part of a "
+                       "claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts at "
+                       "p_holm < 0.05, for or against the claim; with one seed per rule nothing is testable); a "
+                       "verdict about BAPO states its regime."])
 
 
 BUILDERS = {1: _rung1, 2: _rung2, 3: _rung3}

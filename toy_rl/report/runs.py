@@ -2,7 +2,7 @@
 reports. Nothing here trains or computes statistics itself:
 
 * rung 1: :func:`toy_rl.bandit.sweep` (seconds; always run now);
-* rung 2: :func:`toy_rl.arithmetic.views.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic-<task>``
+* rung 2: :func:`toy_rl.arithmetic.sweep.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic-<task>``
   when they hold every (scenario, rule) with enough finished seeds, else :func:`toy_rl.experiments.sweep` into
   the same folder, which resumes: a second call only reads;
 * rung 3: :func:`toy_rl.experiments.sweep` of rung 3's grid under ``<runs>/smollm2-135m-add``, which reads back
@@ -68,7 +68,7 @@ def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: 
     source line, config note). Full: ``<runs>/arithmetic-<task>`` (``<runs>/steps<N>/arithmetic-<task>`` for
     another number of updates, so runs of another length are never mixed in); smoke: the tiny warm start and
     rung 2's SMOKE settings in ``<runs>/arithmetic-<task>-smoke``. Uses the first ``seeds`` finished seeds."""
-    from ..arithmetic.views import load_or_compare
+    from ..arithmetic.sweep import load_or_compare
     seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
     overrides = {"smoke": True} if smoke else {}
     if steps and (smoke or steps != RUNG2["steps"]):

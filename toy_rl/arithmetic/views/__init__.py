@@ -1,0 +1,19 @@
+"""The rung-2 notebooks' figures and slider callbacks (04 arithmetic transformer, 05 partial rollout): they only
+draw. Each function builds its own ``matplotlib.figure.Figure`` and returns it with the numbers it drew (see
+:mod:`toy_rl.plotting`).
+
+    training   the rules side by side, one rule across scenarios, partial rollout's staleness, answer lengths,
+               accuracy at equal samples, the warm start, the Entropy-Clip Rule on the transformer
+    batches    a stored stale batch through the clipping core at any bounds; answers coloured by token version
+
+What they draw is computed in the library: :mod:`toy_rl.arithmetic.sweep` (load the runs, or run a smaller
+sweep), :mod:`toy_rl.arithmetic.measures` (one number per seed and the tables), :mod:`toy_rl.arithmetic.demos`
+(the sliders' live batches), :mod:`toy_rl.arithmetic.verdicts` (the paper's claims).
+"""
+from .batches import budget_callback, clip_callback, clip_view, version_map
+from .training import (PARTIAL_PANELS, RULE_PANELS, SCENARIO_PANELS, accuracy_vs_groups, entropy_check_view,
+                       length_view, partial_curves, rule_bands, rules_callback, scenario_bands, warmstart_view)
+
+__all__ = ["budget_callback", "clip_callback", "clip_view", "version_map", "PARTIAL_PANELS", "RULE_PANELS",
+           "SCENARIO_PANELS", "accuracy_vs_groups", "entropy_check_view", "length_view", "partial_curves",
+           "rule_bands", "rules_callback", "scenario_bands", "warmstart_view"]
