@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..clipping import make_rule, policy_loss_runs
+from ..clipping import clipped_mask, make_rule, policy_loss_runs
 from ..clipping.loss import LOG_RATIO_CLAMP
 from .policy import entropy, log_probs
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
@@ -125,7 +125,7 @@ def clipped_gradient(inst: Instances, rules: dict | None = None) -> ClippedGradi
     with torch.no_grad():
         ratio = torch.exp(torch.clamp(logp - old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
         adv = inst.advantages
-        clipped = ((adv > 0) & (ratio > c_high[:, None])) | ((adv < 0) & (ratio < c_low[:, None]))
+        clipped = clipped_mask(ratio, adv, c_low[:, None], c_high[:, None])
     return ClippedGradient(grad, clipped, ratio, c_low, c_high)
 
 

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..clipping import make_rule
+from ..clipping import clipped_mask, make_rule
 from ..clipping.balance import balance_of, masses
 from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
 from ..rl.config import rule_label
@@ -187,8 +187,7 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
             logp = logp_all.gather(-1, batch.tokens)
             ratio = torch.exp(torch.clamp(logp - batch.old_logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
             adv = batch.advantages
-            clipped = ((adv > 0) & (ratio > stats["c_high"][:, None, None])) | \
-                      ((adv < 0) & (ratio < stats["c_low"][:, None, None]))
+            clipped = clipped_mask(ratio, adv, stats["c_low"][:, None, None], stats["c_high"][:, None, None])
             shares = entropy_shares(logp_all, batch.tokens, grad_logp, lr, config.pg) / S
             quadrant = quadrant_of(logp_all, batch.tokens, adv, ~clipped)
             quads = split_by_quadrant(quadrant.reshape(n, -1), shares.reshape(n, -1), clipped.reshape(n, -1))

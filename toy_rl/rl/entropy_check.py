@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..clipping import policy_loss, token_ratio
+from ..clipping import clipped_mask, policy_loss, token_ratio
 
 QUADRANTS = ("high-p/high-A", "high-p/low-A", "low-p/high-A", "low-p/low-A")
 
@@ -77,7 +77,7 @@ def entropy_rule_check(model, batch, rule, lr: float = 1e-3, agg: str = "token-m
     # quadrants of the sampled tokens, and whether the rule clipped them
     ratio = token_ratio(logp.detach().double(), old.double())
     a = adv.double()[:, None].expand_as(ratio)
-    clipped = ((ratio < stats["c_low"]) & (a < 0)) | ((ratio > stats["c_high"]) & (a > 0))
+    clipped = clipped_mask(ratio, a, stats["c_low"], stats["c_high"])
     keep = mask & ~clipped
     mean_a = a[keep].mean() if keep.any() else a[mask].mean()
     tok_logp = log_pi.gather(-1, answer[..., None])[..., 0]
