@@ -41,6 +41,12 @@ def as_rng(rng) -> random.Random:
 _INT = re.compile(r"-?\d{1,12}")
 
 
+def numbers_and_target(prompt: str, verb: str) -> tuple[tuple[int, ...], int]:
+    """'<verb> 24 from 3 5 8:' -> ((3, 5, 8), 24): the prompt of countdown ("make") and search ("sum")."""
+    head, _, tail = prompt.rstrip(":").partition(" from ")
+    return tuple(int(x) for x in tail.split()), int(head.removeprefix(verb + " "))
+
+
 def parse_int(text: str) -> int | None:
     """'  -42 ' -> -42; anything that is not one plain integer -> None."""
     text = text.strip()

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .base import Problem, Task
+from .base import Problem, Task, numbers_and_target
 from .expression import evaluate
 
 _PREC = {"+": 1, "-": 1, "*": 2}
@@ -64,8 +64,7 @@ def solve(numbers: tuple[int, ...], target: int) -> str | None:
 
 def parse_prompt(prompt: str) -> tuple[tuple[int, ...], int]:
     """'make 24 from 3 5 8:' -> ((3, 5, 8), 24)."""
-    head, _, tail = prompt.rstrip(":").partition(" from ")
-    return tuple(int(x) for x in tail.split()), int(head.removeprefix("make "))
+    return numbers_and_target(prompt, "make")
 
 
 @dataclass(frozen=True)

@@ -35,15 +35,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .base import Problem, Task
+from .base import Problem, Task, numbers_and_target
 
 _TRY = re.compile(r"(\d+)\+(\d+)=(\d+)")
 
 
 def parse_prompt(prompt: str) -> tuple[tuple[int, ...], int]:
     """'sum 11 from 7 4 9:' -> ((7, 4, 9), 11)."""
-    head, _, tail = prompt.rstrip(":").partition(" from ")
-    return tuple(int(x) for x in tail.split()), int(head.removeprefix("sum "))
+    return numbers_and_target(prompt, "sum")
 
 
 @dataclass(frozen=True)
