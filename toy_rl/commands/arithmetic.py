@@ -20,8 +20,8 @@ def add_arguments(p):
     p.add_argument("--task", default="add", help=f"one of {', '.join(TASKS)} (default %(default)s)")
     p.add_argument("--staleness", type=nonnegative_int, nargs="+", default=None, metavar="K",
                    help="K values (0 = on-policy); default 0, or none when --partial is given alone")
-    p.add_argument("--mode", default="reuse", choices=("reuse", "lag"),
-                   help="reuse: a batch serves K+1 updates; lag: sampled K updates behind")
+    p.add_argument("--mode", default="reuse", choices=("reuse", "epochs", "lag"),
+                   help="reuse: one rollout split into K+1 disjoint mini-batches, one per update; epochs: one batch used for K+1 updates (PPO epochs); lag: sampled by the policy K updates behind (default %(default)s)")
     p.add_argument("--partial", type=positive_int, default=None, metavar="BUDGET",
                    help="run partial rollout with this many tokens per answer per step (besides --staleness "
                         "when that is given too)")

@@ -28,9 +28,8 @@ def add_arguments(p):
                         "addition)")
     p.add_argument("--staleness", nargs="+", type=nonnegative_int, default=[0], metavar="K",
                    help="one or more staleness levels, 0 = on-policy (default %(default)s)")
-    p.add_argument("--mode", default="reuse", choices=("reuse", "lag"),
-                   help="reuse: one rollout serves staleness+1 updates; lag: behaviour policy staleness updates "
-                        "old (default %(default)s)")
+    p.add_argument("--mode", default="reuse", choices=("reuse", "epochs", "lag"),
+                   help="reuse: one rollout split into K+1 disjoint mini-batches, one per update; epochs: one batch used for K+1 updates (PPO epochs); lag: sampled by the policy K updates behind (default %(default)s)")
     p.add_argument("--partial", type=positive_int, default=None, metavar="BUDGET",
                    help="partial rollout: at most BUDGET new tokens per answer per update (staleness 0 only)")
     p.add_argument("--lr", type=positive_float, default=None,

@@ -28,7 +28,8 @@ def add_arguments(p):
     p.add_argument("--task", default="add", help="rung 3: the task (default %(default)s)")
     p.add_argument("--staleness", type=nonnegative_int, default=None, metavar="K",
                    help="staleness of the pilot (default: the preset's; rungs 1 and 3: 2)")
-    p.add_argument("--mode", default=None, choices=("reuse", "lag"), help="kind of staleness (default: the preset's)")
+    p.add_argument("--mode", default=None, choices=("reuse", "epochs", "lag"),
+                   help="kind of staleness (default: the preset's; rung 1's reuse is epoch reuse, it has no epochs)")
     common = CommonFlags(p)
     common.seeds(None, help="pilot seeds (default: rung 1 8, rungs 2-3 1)")
     common.first_seed()

@@ -7,6 +7,9 @@ docs/protocol.md, section 4 (the kinds of staleness):
   authors' script: 256 prompts, mini-batch 64). The k-th mini-batch was sampled
   k updates ago. Every update sees the same number of fresh-looking samples;
   only their age differs. K = 0 is on-policy.
+* ``epochs`` with staleness K: one rollout of P prompts serves K+1 successive
+  updates (PPO epochs over the same batch, the paper's "reusing experience";
+  rung 1's ``reuse``): the j-th update on it sees data j updates old.
 * ``lag`` with staleness k: every update gets a fresh batch, sampled by the
   policy as it was k updates ago (asynchronous generation).
 * ``partial`` with a budget of T tokens: a pool of P prompts; each step writes
@@ -22,7 +25,7 @@ import torch
 
 from .rollout import RolloutPool, group_from_plain, group_to_plain, make_batch
 
-MODES = ("reuse", "lag")
+MODES = ("reuse", "epochs", "lag")
 
 
 class BatchSource:
@@ -53,6 +56,8 @@ class BatchSource:
             return self._partial(version)
         if self.mode == "lag":
             return self._lagged(version)
+        if self.mode == "epochs":
+            return self._epochs(version)
         return self._reused(version)
 
     def _batch(self, groups):
@@ -69,6 +74,12 @@ class BatchSource:
         if not self.queue:
             groups = self._rollout(self.prompts * (self.staleness + 1), version)
             self.queue = [groups[i:i + self.prompts] for i in range(0, len(groups), self.prompts)]
+        return self._batch(self.queue.pop(0))
+
+    def _epochs(self, version: int):
+        if not self.queue:
+            groups = self._rollout(self.prompts, version)
+            self.queue = [groups] * (self.staleness + 1)
         return self._batch(self.queue.pop(0))
 
     def _lagged(self, version: int):
