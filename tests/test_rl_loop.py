@@ -73,7 +73,7 @@ def test_staleness_shows_in_the_metrics(tmp_path):
     assert [r["staleness_mean"] for r in lag[:6]] == [0, 1, 2, 2, 2, 2]
     epochs = train(_cfg(staleness=2, mode="epochs", eval_every=0), _policy(), TASK, tmp_path / "e", progress=False)
     assert [r["staleness_mean"] for r in epochs[:6]] == [0, 1, 2, 0, 1, 2]
-    same_batch = [r["reward_mean"] for r in epochs[:6]]          # one batch serves 3 updates (PPO epochs) ...
+    same_batch = [r["reward_mean"] for r in epochs[:6]]          # one batch serves 3 updates (PPO epochs)
     assert same_batch[0] == same_batch[1] == same_batch[2] and same_batch[3] == same_batch[4] == same_batch[5]
     on = train(_cfg(eval_every=0), _policy(), TASK, tmp_path / "o", progress=False)
     assert all(r["clip_frac"] == 0 and r["ratio_max"] == pytest.approx(1, abs=1e-4) for r in on[:6])
