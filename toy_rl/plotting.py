@@ -69,6 +69,18 @@ def window_label(window: int) -> str:
     return f" (mean of {window})" if window > 1 else ""
 
 
+def label_panel(ax, metric: str, label: str, xlabel: str, window: int = 1, rho0: float | None = None) -> None:
+    """The decorations every training panel shares: the ρ0 line on a ``rho`` panel, the ratio-1 line and
+    the solid/dashed key on a ``bounds`` panel, and the axis labels (the x label notes the smoothing)."""
+    if metric == "rho" and rho0 is not None:
+        ax.axhline(rho0, color="0.3", ls=":", lw=1, label=f"ρ0 = {rho0}")
+    if metric == "bounds":
+        ax.axhline(1.0, color="0.6", lw=0.6)
+        ax.set_title("solid c_high, dashed c_low", fontsize=9)
+    ax.set_xlabel(xlabel + window_label(window))
+    ax.set_ylabel(label, fontsize=9)
+
+
 def fixed_bounds(c_low: float, c_high: float) -> ClipHigher:
     """A fixed rule with ratio bounds [c_low, c_high] (0 < c_low < 1 < c_high), for the bound sliders."""
     if not (0 < c_low < 1 < c_high):

@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...experiments import curve
-from ...plotting import band, colour_of, smooth, window_label
+from ...plotting import band, colour_of, label_panel, smooth, window_label
 from ...rl.entropy_check import QUADRANTS
 from ...stats import mean_ignoring_nan
 from ...verdicts import RHO0
@@ -66,14 +66,9 @@ def rule_bands(results: dict, scenario: str, panels=RULE_PANELS, rho0: float | N
     for ax, (metric, label, window) in zip(axes, panels):
         for i, rule in enumerate(rules):
             out[rule][metric] = _panel(ax, results[scenario, rule], metric, colour_of(rule, i), rule, window)
+        label_panel(ax, metric, label, "step", window, rho0)
         if metric == "rho" and rho0 is not None:
-            ax.axhline(rho0, color="0.3", ls=":", lw=1, label=f"ρ0 = {rho0}")
             ax.legend(fontsize=7)
-        if metric == "bounds":
-            ax.axhline(1.0, color="0.6", lw=0.6)
-            ax.set_title("solid c_high, dashed c_low", fontsize=9)
-        ax.set_xlabel("step" + window_label(window))
-        ax.set_ylabel(label, fontsize=9)
     axes[0].legend(fontsize=8)
     n = min(len(results[scenario, r]) for r in rules)
     fig.suptitle(f"{scenario}: the three rules, 95% bands over {n} seeds", fontsize=11)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
-from ...plotting import band, colour_of, window_label
+from ...plotting import band, colour_of, label_panel
 from ..config import BanditConfig
 from ..demos import quick_runs, quick_summary
 from ..measures import sample_range, staleness_points, x_axis
@@ -92,13 +92,7 @@ def rule_bands(results: dict, staleness: int, panels=RULE_PANELS, rho0: float | 
             with_init = metric in run.initial
             band(ax, x_axis(run, "update", with_init), run.curve(metric, with_init), c, rule, window)
             out[rule][metric] = float(np.nanmean(run.curve(metric)))
-        if metric == "rho" and rho0 is not None:
-            ax.axhline(rho0, color="0.3", ls=":", lw=1, label=f"ρ0 = {rho0}")
-        if metric == "bounds":
-            ax.axhline(1.0, color="0.6", lw=0.6)
-            ax.set_title("solid c_high, dashed c_low", fontsize=9)
-        ax.set_xlabel("optimizer updates" + window_label(window))
-        ax.set_ylabel(label, fontsize=9)
+        label_panel(ax, metric, label, "optimizer updates", window, rho0)
     axes[0].legend(fontsize=8)
     axes[2].legend(fontsize=7)
     for ax in axes[n:]:
