@@ -25,7 +25,7 @@ import numpy as np
 from ..clipping import BAPO
 from ..experiments import make_spec, run
 from ..experiments.layout import scenario_of
-from ..experiments.pilot import records_array, summarise_records
+from ..experiments.pilot import finite_mean, records_array, summarise_records
 from ..rl.config import rule_label
 from ..threads import cpu_threads
 from .presets import DEFAULT, Preset, get_preset
@@ -79,33 +79,27 @@ def pilot(preset_name: str | Preset = DEFAULT_PRESET, steps: int = 30, seeds=(0,
 
 # --- the summary: pure functions of per-update records ---------------------------------------------------
 
-def _mean(values) -> float:
-    v = np.asarray(values, float).ravel()
-    v = v[np.isfinite(v)]
-    return float(v.mean()) if v.size else float("nan")
-
-
 def search_outcome(bapo_runs: list[list[dict]], bapo: BAPO = BAPO()) -> dict:
     """How BAPO's searches ended: ``rho_reached_frac`` (ρ ≥ ρ0 at the chosen bounds) and ``bounds_at_end_frac``
     (the search ran to the end of its path, [b⁻, b⁺]: that update used the fixed rule [b⁻, b⁺])."""
     lo, hi = records_array(bapo_runs, "c_low"), records_array(bapo_runs, "c_high")
     seen = np.isfinite(lo)
     at_end = (np.abs(lo - bapo.low_range[1]) < 1e-6) & (np.abs(hi - bapo.high_range[1]) < 1e-6)
-    return {"rho_reached_frac": _mean(records_array(bapo_runs, "rho_reached")),
+    return {"rho_reached_frac": finite_mean(records_array(bapo_runs, "rho_reached")),
             "bounds_at_end_frac": float(at_end[seen].mean()) if seen.any() else float("nan")}
 
 
 def rule_summary(runs: list[list[dict]], first: int = 5) -> dict:
     """One rule over its seeds: held-out accuracy at the start and the end, mean reward over the ``first``
     and the last updates, and the per-update means of λ, answer lengths, clip fractions, KL and entropy."""
-    out = {key: _mean(records_array(runs, key)) for key in (
+    out = {key: finite_mean(records_array(runs, key)) for key in (
         "lambda_mass", "len_correct", "len_wrong", "clip_frac_low", "clip_frac_high", "clip_frac", "approx_kl",
         "entropy", "rho_start_grad")}
     reward = records_array(runs, "reward_mean")
-    out["reward_start"] = _mean(reward[:, :first])
-    out["reward_end"] = _mean(np.concatenate([row[np.isfinite(row)][-first:] for row in reward] or [[]]))
-    out["accuracy_start"] = _mean([recs[0].get("accuracy", np.nan) for recs in runs if recs])
-    out["accuracy_end"] = _mean([recs[-1]["accuracy"] for recs in runs if recs and recs[-1].get("final")])
+    out["reward_start"] = finite_mean(reward[:, :first])
+    out["reward_end"] = finite_mean(np.concatenate([row[np.isfinite(row)][-first:] for row in reward] or [[]]))
+    out["accuracy_start"] = finite_mean([recs[0].get("accuracy", np.nan) for recs in runs if recs])
+    out["accuracy_end"] = finite_mean([recs[-1]["accuracy"] for recs in runs if recs and recs[-1].get("final")])
     out["seconds"] = float(sum(r.get("seconds", 0.0) for recs in runs for r in recs))
     return out
 

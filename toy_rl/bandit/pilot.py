@@ -20,11 +20,8 @@ runs the bandit and calls it.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
-
-import numpy as np
 
 from ..clipping import BAPO, Symmetric
 from ..experiments.pilot import pilot_summary

@@ -37,7 +37,8 @@ def _quantiles(values) -> dict:
     return {f"q{round(100 * q)}": float(np.quantile(v, q)) for q in QUANTILES}
 
 
-def _mean(values) -> float:
+def finite_mean(values) -> float:
+    """Mean of the finite values (NaN and ±inf left out: an update with no positive mass has λ = inf); NaN if none."""
     v = np.asarray(values, float).ravel()
     v = v[np.isfinite(v)]
     return float(v.mean()) if v.size else math.nan
@@ -87,16 +88,16 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
         rho_defined_frac=float(defined.mean()),
         rho_before=_quantiles(rho),
         search_moved_frac=float(moved.mean()),
-        search_moved_frac_early=_mean(early),
-        search_moved_frac_late=_mean(late),
-        c_low_mean=_mean(lo), c_high_mean=_mean(hi),
-        c_low_mean_defined=_mean(lo[defined]), c_high_mean_defined=_mean(hi[defined]),
+        search_moved_frac_early=finite_mean(early),
+        search_moved_frac_late=finite_mean(late),
+        c_low_mean=finite_mean(lo), c_high_mean=finite_mean(hi),
+        c_low_mean_defined=finite_mean(lo[defined]), c_high_mean_defined=finite_mean(hi[defined]),
         c_low_q=_quantiles(lo), c_high_q=_quantiles(hi),
-        clip_frac_low=_mean(clip_frac_low), clip_frac_high=_mean(clip_frac_high), approx_kl=_mean(approx_kl),
+        clip_frac_low=finite_mean(clip_frac_low), clip_frac_high=finite_mean(clip_frac_high), approx_kl=finite_mean(approx_kl),
         updates=int(rho.size),
     )
     if lambda_mass is not None:
-        out["lambda"] = dict(mean=_mean(lambda_mass), **_quantiles(lambda_mass))
+        out["lambda"] = dict(mean=finite_mean(lambda_mass), **_quantiles(lambda_mass))
     if rho_start_grad is not None and rho_start_all is not None:
         out["rho_start"] = dict(grad=_quantiles(rho_start_grad), all=_quantiles(rho_start_all))
     return out
