@@ -32,12 +32,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .rl.diagnostics import RHO0, START
 from .stats import holm, paired_test
 
 ALPHA = 0.05
 MIN_PAIRS = 2                   # a paired t-test needs two seeds on each side
-RHO0 = 0.4                      # BAPO's target share of the positive tokens (paper §5.1)
-BAPO_START = (0.6, 1.2)         # BAPO()'s starting bounds [a⁻, a⁺] (Algorithm 1)
+BAPO_START = START              # BAPO()'s starting bounds [a⁻, a⁺] (Algorithm 1); RHO0: its target ρ0 (§5.1)
 REACHED_SHARE = 0.9             # claim 4: the search brings ρ to ρ0 in more than 90% of the updates that need it
 RAN_AS_FIXED = 0.05             # a balanced-regime BAPO whose bounds left the start in fewer updates ran as fixed
 STRICT, NOT_WORSE = (">", "<"), (">=", "<=")

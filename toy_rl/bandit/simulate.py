@@ -52,6 +52,7 @@ from ..clipping import clipped_mask, make_rule
 from ..clipping.balance import balance_of, masses
 from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
 from ..rl.config import rule_label
+from ..rl.diagnostics import START
 from .answers import Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
 from .policy import best_prob, entropy, expected_reward, log_probs, probs
@@ -60,7 +61,7 @@ from .rewards import make_task
 from ..threads import single_thread
 from .update import logit_step, surrogate_gradient
 
-START_BOUNDS = (0.6, 1.2)    # BAPO's starting bounds [a⁻, a⁺] (§5.1): where rho_start_* is measured
+START_BOUNDS = START         # BAPO's starting bounds [a⁻, a⁺] (§5.1): where rho_start_* is measured
 
 
 @dataclass

@@ -22,8 +22,7 @@ import math
 
 import numpy as np
 
-RHO0 = 0.4                # BAPO's target ρ0 (§5.1)
-START = (0.6, 1.2)        # BAPO's starting bounds [a⁻, a⁺] (§5.1)
+from ..rl.diagnostics import RHO0, START   # BAPO's target ρ0 and start bounds [a⁻, a⁺] (§5.1)
 
 
 QUANTILES = (0.1, 0.5, 0.9)

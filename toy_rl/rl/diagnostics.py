@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import torch
 
+from ..clipping import BAPO
 from ..clipping.balance import balance_of, masses
 
-START = (0.6, 1.2)          # BAPO's start bounds (a⁻, a⁺), paper §5.1 (BAPO().low_range[0], high_range[0])
+# BAPO's defaults (paper §5.1), read off the class so every gate and verdict uses the same numbers:
+RHO0 = BAPO().rho0                                        # the target ρ0
+START = (BAPO().low_range[0], BAPO().high_range[0])       # the start bounds (a⁻, a⁺) = (0.6, 1.2)
 
 
 def _ratio(num: float, den: float) -> float | None:
