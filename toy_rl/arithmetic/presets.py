@@ -86,8 +86,10 @@ _TODAY = dict(steps=200, prompts=16, group_size=8, lr=3e-4, eval_every=25, check
 
 _SEARCH = SearchTask()
 _SEARCH_WARMSTART = default_config(_SEARCH)
-_SEARCH_RL = dict(steps=200, prompts=16, group_size=8, lr=5e-4, staleness=8, mode="lag", max_new_tokens=40,
-                  temperature=1.0, eval_every=25, eval_size=HELDOUT, checkpoint_every=50)
+# 120 updates, evaluated every 20: ~70 s a run on one thread, so the comparison (9 rules x 10 seeds) fits about
+# an hour on a 2-core CPU (docs/protocol.md §6)
+_SEARCH_RL = dict(steps=120, prompts=16, group_size=8, lr=5e-4, staleness=8, mode="lag", max_new_tokens=40,
+                  temperature=1.0, eval_every=20, eval_size=HELDOUT, checkpoint_every=40)
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("balanced", "add", {}, default_config("add"),

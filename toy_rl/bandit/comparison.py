@@ -40,6 +40,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
+from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test
 from .config import BanditConfig
@@ -50,21 +51,6 @@ from .simulate import check_seeds, simulate
 
 ENDPOINTS = ("final_reward", "p_best", "mean_reward")
 CELLS = tuple((mode, k) for mode in ("reuse", "lag") for k in (2, 4))
-MEAN_BOUNDS = "fixed@bapo-mean"
-
-
-def control_rules() -> dict:
-    """The rules of the default comparison, by label (the fixed rule at BAPO's mean bounds is added per cell)."""
-    return {
-        "symmetric": Symmetric(),
-        "clip-higher": ClipHigher(),
-        "bapo": BAPO(),
-        "fixed[0.6,1.2]": FixedBounds(lo=0.6, hi=1.2),
-        "bapo a-=0.8": BAPO(low_range=(0.8, 0.9)),
-        "fixed[0.8,2.0]": FixedBounds(lo=0.8, hi=2.0),
-        "bapo-authors": BAPO.authors_code(),
-        "bapo rho0=0.5": BAPO(rho0=0.5),
-    }
 
 
 def per_seed_scores(run) -> dict:
@@ -99,7 +85,7 @@ def run_cell(config: BanditConfig, rules: dict, seeds) -> dict:
     runs = {label: simulate(config, rule, seeds) for label, rule in rules.items()}
     if "bapo" in runs:
         lo, hi = realised_bounds(runs["bapo"])
-        runs[MEAN_BOUNDS] = simulate(config, FixedBounds(lo=min(lo, 1.0), hi=max(hi, 1.0)), seeds)
+        runs[MEAN_BOUNDS] = simulate(config, mean_bounds_rule(lo, hi), seeds)
     return runs
 
 

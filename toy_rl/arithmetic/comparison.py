@@ -1,0 +1,202 @@
+"""Rung 2's default comparison: the three rules and the protocol's controls on a preset, tested by seed.
+
+    from toy_rl.arithmetic.comparison import compare, format_rows
+    result = compare("long-failures", seeds=range(10), steps=120, workers=2)
+    print(format_rows(result["rows"]))
+
+What runs (docs/protocol.md §3-6): every rule of :func:`toy_rl.experiments.controls.control_rules`
+on the preset's one staleness cell (default "long-failures": lag 8), then the fixed rule at BAPO's
+realised mean bounds over all seeds (:func:`realised_bounds`). Seed k of every rule starts from the
+same warm start and draws the same first rollout, so the tests pair runs by seed.
+
+Endpoints, declared before running, one number per seed: ``auc_accuracy`` (primary: greedy held-out
+accuracy averaged over training, the area under its curve) and ``final_accuracy`` (after the last
+update), both on the task's 1,000 held-out problems. Every rule is tested against BAPO (difference
+BAPO − rule, :func:`toy_rl.stats.paired_test`); the p-values of the whole table are Holm-adjusted
+together (:func:`toy_rl.stats.holm`). The result carries the pilot gate of BAPO's runs (``gate``:
+:func:`toy_rl.experiments.pilot.summarise_records`), so the table states its regime.
+
+Runs go through the one runner (``<out>/<preset>/<scenario>/<rule>/seed<k>``, resumable): an
+interrupted comparison is finished by calling it again. ``workers`` > 1 runs that many at once, each
+in its own process on one thread.
+"""
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from ..experiments import run
+from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
+from ..experiments.pilot import records_array, summarise_records
+from ..experiments.records import run_summary
+from ..experiments.table import band_text
+from ..stats import confidence_band, holm, paired_test, seeds_for_effect
+from .pilot import preset_spec, search_outcome
+from .presets import DEFAULT, Preset, get_preset
+from .warmstart import load_warmstart
+
+ENDPOINTS = ("auc_accuracy", "final_accuracy")      # the first is the primary endpoint
+REFERENCE = "bapo"
+
+
+def _run(spec) -> list[dict]:
+    return run(spec)
+
+
+def run_all(specs: list, workers: int = 1) -> list[list[dict]]:
+    """The records of every spec, in order; ``workers`` > 1 runs them in that many processes."""
+    if workers <= 1 or len(specs) <= 1:
+        return [run(s) for s in specs]
+    with ProcessPoolExecutor(min(workers, len(specs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_run, specs))
+
+
+def realised_bounds(bapo_runs: list[list[dict]]) -> tuple[float, float]:
+    """BAPO's mean (c_low, c_high) over its seeds and the updates where ρ was defined (the batch carried
+    advantage mass, so the bounds could clip); rounded to 4 places."""
+    lo, hi = records_array(bapo_runs, "c_low"), records_array(bapo_runs, "c_high")
+    active = np.isfinite(records_array(bapo_runs, "rho_before")) & np.isfinite(lo)
+    if not active.any():
+        raise ValueError("BAPO's runs have no update with advantage mass: its bounds never mattered")
+    return round(float(lo[active].mean()), 4), round(float(hi[active].mean()), 4)
+
+
+def per_seed(runs: list[list[dict]]) -> dict:
+    """{seed: {endpoint: value, c_low, c_high, clip_frac, approx_kl}} of one rule's runs."""
+    out = {}
+    for recs in runs:
+        s = run_summary(recs)
+        out[s["seed"]] = dict(auc_accuracy=s["auc_accuracy"], final_accuracy=s["final_accuracy"],
+                              start_accuracy=s["start_accuracy"], c_low=s["c_low"], c_high=s["c_high"],
+                              clip_frac_low=s["clip_frac_low"], clip_frac_high=s["clip_frac_high"],
+                              approx_kl=s["approx_kl"])
+    return out
+
+
+def _nan(v):
+    return np.nan if v is None else float(v)
+
+
+def table_rows(runs: dict, rules: dict, reference: str = REFERENCE) -> list[dict]:
+    """One row per rule: endpoint means with 95% bands, mean bounds, clip fractions and KL, and paired tests
+    against ``reference`` (diff = reference − rule, p before Holm), pairs matched by seed id."""
+    scores = {label: per_seed(r) for label, r in runs.items()}
+    rows = []
+    for label, by_seed in scores.items():
+        seeds = sorted(by_seed)
+        row = dict(rule=label, rule_repr=repr(rules[label]), seeds=len(seeds))
+        for name in (*ENDPOINTS, "start_accuracy", "c_low", "c_high", "clip_frac_low", "clip_frac_high", "approx_kl"):
+            mean, lo, hi = confidence_band(np.array([_nan(by_seed[s][name]) for s in seeds]))
+            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = float(mean), float(lo), float(hi)
+        if label != reference and reference in scores:
+            ref = scores[reference]
+            both = sorted(set(ref) & set(by_seed))
+            for name in ENDPOINTS:
+                test = paired_test([_nan(ref[s][name]) for s in both], [_nan(by_seed[s][name]) for s in both])
+                row[f"diff_{name}"], row[f"p_{name}"] = test["diff"], test["p"]
+                row[f"diff_{name}_lo"], row[f"diff_{name}_hi"] = test["diff_lo"], test["diff_hi"]
+                row[f"sd_diff_{name}"] = float(np.nanstd([_nan(ref[s][name]) - _nan(by_seed[s][name])
+                                                          for s in both], ddof=1)) if len(both) > 1 else np.nan
+        rows.append(row)
+    return add_holm(rows)
+
+
+def add_holm(rows: list) -> list:
+    """Holm-adjust every p_<endpoint> of the table together (one family); writes p_holm_<endpoint>."""
+    keys = [(i, name) for i, row in enumerate(rows) for name in ENDPOINTS if f"p_{name}" in row]
+    for (i, name), p in zip(keys, holm([rows[i][f"p_{name}"] for i, name in keys])):
+        rows[i][f"p_holm_{name}"] = p
+    return rows
+
+
+def seeds_needed(rows: list, effect: float = 0.03, endpoint: str = ENDPOINTS[0]) -> int | None:
+    """Seeds a paired test needs to see ``effect`` (3 points of accuracy: the low end of the paper's gaps,
+    Fig. 11) at the median scatter of the per-seed differences in ``rows``; None without two seeds."""
+    sds = [r[f"sd_diff_{endpoint}"] for r in rows if np.isfinite(r.get(f"sd_diff_{endpoint}", np.nan))]
+    return seeds_for_effect(effect, float(np.median(sds))) if sds and np.median(sds) > 0 else None
+
+
+def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None = None, rules: dict | None = None,
+            out="runs/compare", workers: int = 1, device="auto", progress: bool = False, **overrides) -> dict:
+    """The default rung-2 comparison (module docstring).
+
+    Args:
+        preset: a preset name (default "long-failures") or a :class:`~toy_rl.arithmetic.presets.Preset`.
+        seeds: the seeds, shared by every rule (pairs for the tests).
+        steps: updates per run (default: the preset's).
+        rules: {label: rule}; default :func:`~toy_rl.experiments.controls.control_rules`, with the fixed rule
+            at BAPO's mean added when "bapo" is among them.
+        out: root of the run folders.  workers: runs at once (processes, one thread each).
+        overrides: other RLConfig fields (eval_every, lr, ...).
+
+    Returns {"preset", "seeds", "steps", "rows" (Holm-adjusted, BAPO the reference), "gate" (BAPO's pilot
+    gate over these runs: the regime), "search" (how BAPO's searches ended), "mean_bounds" (BAPO's realised
+    mean bounds), "seeds_for_3_points" (:func:`seeds_needed`)}.
+    """
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    seeds = list(seeds)
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1; got {workers}")
+    rules = control_rules() if rules is None else dict(rules)
+    if steps is not None:
+        overrides["steps"] = steps
+    if "eval_every" not in overrides and steps is not None:
+        overrides["eval_every"] = max(1, steps // 6)
+
+    def specs(label_rules: dict) -> list:
+        return [preset_spec(preset, rule, seed, out=out, device=device, progress=progress, **overrides)
+                for rule in label_rules.values() for seed in seeds]
+
+    load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)   # once, before workers
+    ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))          # BAPO first
+    records = run_all(specs(ordered), workers)
+    runs = {label: records[i * len(seeds):(i + 1) * len(seeds)] for i, label in enumerate(ordered)}
+    result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"))
+    if REFERENCE in runs:
+        lo, hi = realised_bounds(runs[REFERENCE])
+        rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
+        runs[MEAN_BOUNDS] = run_all(specs({MEAN_BOUNDS: rules[MEAN_BOUNDS]}), workers)
+        result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
+                      search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
+    rows = table_rows(runs, rules)
+    result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
+    return result
+
+
+def format_rows(rows: list) -> str:
+    """A fixed-width table: endpoints (± 95% half-width), BAPO − rule with Holm-adjusted p, bounds, clipping, KL."""
+    head = ["rule", "auc acc", "final acc", "Δauc", "p_holm", "Δfinal", "p_holm", "c_low", "c_high", "clip lo/hi",
+            "KL"]
+    lines = [head]
+    for r in rows:
+        def test(name):
+            if f"diff_{name}" not in r:
+                return ["", ""]
+            p = r[f"p_holm_{name}"]
+            return [f"{r[f'diff_{name}']:+.3f}", "n/a" if not np.isfinite(p) else f"{p:.3f}"]
+        lines.append([r["rule"], band_text(r, "auc_accuracy"), band_text(r, "final_accuracy"),
+                      *test("auc_accuracy"), *test("final_accuracy"), f"{r['c_low']:.2f}", f"{r['c_high']:.2f}",
+                      f"{100 * r['clip_frac_low']:.1f}/{100 * r['clip_frac_high']:.1f}%", f"{r['approx_kl']:.4f}"])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines)
+
+
+def gate_line(result: dict) -> str:
+    """One line naming the regime the comparison ran in, from BAPO's own runs."""
+    g = result.get("gate")
+    if not g:
+        return "regime: not measured (BAPO was not among the rules)"
+    line = (f"regime: {g['regime']} (BAPO's runs: ρ before the search below ρ0 in {100 * g['rho_below_target_frac']:.0f}% "
+            f"of updates, bounds moved in {100 * g['search_moved_frac']:.0f}%, mean [{g['c_low_mean']:.2f}, "
+            f"{g['c_high_mean']:.2f}], λ median {g['lambda']['q50']:.2f})")
+    if g["regime"] == "balanced":
+        line += " — BAPO acted as the fixed rule [0.6, 1.2] here"
+    return line
+
+
+__all__ = ["ENDPOINTS", "compare", "format_rows", "gate_line", "realised_bounds", "run_all", "seeds_needed",
+           "table_rows"]
