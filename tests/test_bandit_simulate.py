@@ -92,12 +92,13 @@ def test_bad_rule_and_seeds():
 
 # --- multi-token answers (toy_rl/bandit/answers.py) -------------------------------------------------------
 
-def test_one_token_runs_are_unchanged_bit_for_bit():
-    """Values recorded on the code before multi-token answers existed (same seeds, same configs)."""
+def test_one_token_runs_are_unchanged():
+    """Values recorded on the code before multi-token answers existed (same seeds, same configs); to 1e-12, not
+    bit for bit: the last bits change with the numpy/torch build (summation order)."""
     run = simulate(replace(SMALL, staleness=2), BAPO(), seeds=[0, 5])
     m = run.metrics
-    assert m["expected_reward"][:, -1].tolist() == [0.6084525020095266, 0.4622341298839816]
-    assert m["entropy"][:, -1].tolist() == [1.1615687126783822, 1.487062357932114]
+    assert m["expected_reward"][:, -1].tolist() == pytest.approx([0.6084525020095266, 0.4622341298839816], rel=1e-12)
+    assert m["entropy"][:, -1].tolist() == pytest.approx([1.1615687126783822, 1.487062357932114], rel=1e-12)
     assert m["c_high"].sum(1).tolist() == [50.25000000000001, 49.900000000000006]
     assert m["clip_frac_high"].sum(1).tolist() == [0.6666666666666666, 0.3333333333333333]
     assert run.final_logits.sum((1, 2)).tolist() == [-9.800214249599154, -9.800214249599156]

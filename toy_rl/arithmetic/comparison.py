@@ -185,6 +185,10 @@ def format_rows(rows: list) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)) for line in lines)
 
 
+def _fmt(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.2f}"
+
+
 def gate_line(result: dict) -> str:
     """One line naming the regime the comparison ran in, from BAPO's own runs."""
     g = result.get("gate")
@@ -192,7 +196,7 @@ def gate_line(result: dict) -> str:
         return "regime: not measured (BAPO was not among the rules)"
     line = (f"regime: {g['regime']} (BAPO's runs: ρ before the search below ρ0 in {100 * g['rho_below_target_frac']:.0f}% "
             f"of updates, bounds moved in {100 * g['search_moved_frac']:.0f}%, mean [{g['c_low_mean']:.2f}, "
-            f"{g['c_high_mean']:.2f}], λ median {g['lambda']['q50']:.2f})")
+            f"{g['c_high_mean']:.2f}], λ median {_fmt(g.get('lambda', {}).get('q50'))})")
     if g["regime"] == "balanced":
         line += " — BAPO acted as the fixed rule [0.6, 1.2] here"
     return line

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from ..rl.config import RLConfig
 from .tasks import TASKS, Task, get_task
 from .tasks.search import SearchTask
-from .warmstart import WarmstartConfig, default_config
+from .warmstart import WarmstartConfig, default_config, smoke_config
 
 HELDOUT = 1000          # the whole held-out pool of a task (tasks/base.py, HELDOUT_POOL)
 
@@ -108,6 +108,22 @@ def get_preset(name: str = DEFAULT) -> Preset:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
     return PRESETS[name]
+
+
+SMOKE_RL = dict(prompts=4, group_size=4, eval_size=32, steps=4, eval_every=2, checkpoint_every=2)
+
+
+def smoke_preset(preset: Preset | str = DEFAULT) -> Preset:
+    """The preset shrunk to a check that runs in seconds (not a result): the tiny warm start of
+    :func:`~toy_rl.arithmetic.warmstart.smoke_config` with a context that fits the preset's prompts and budget,
+    small batches, 4 updates; named ``<name>-smoke`` so its run folders never mix with the real ones."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    task = preset.make_task()
+    longest = max(len(p.prompt) for p in task.heldout(SMOKE_RL["eval_size"])) + 1
+    block = longest + max(preset.rl.get("max_new_tokens", 0), task.max_answer_chars + 1)     # answer + EOS
+    warm = smoke_config(task)
+    warm = dataclasses.replace(warm, model=dataclasses.replace(warm.model, block_size=max(warm.model.block_size, block)))
+    return dataclasses.replace(preset, name=f"{preset.name}-smoke", warmstart=warm, rl={**preset.rl, **SMOKE_RL})
 
 
 def check_preset(preset: Preset) -> None:

@@ -25,6 +25,14 @@ def add_arguments(p):
     p.add_argument("--partial", type=positive_int, default=None, metavar="BUDGET",
                    help="run partial rollout with this many tokens per answer per step (besides --staleness "
                         "when that is given too)")
+    p.add_argument("--compare", nargs="?", const="long-failures", default=None, metavar="PRESET",
+                   help="instead of a sweep: the default comparison on a named setting (toy_rl.arithmetic.presets; "
+                        "default long-failures, negatives dominate; balanced is the control): the three rules and the "
+                        "controls on the preset's staleness and its number of updates, paired by seed, "
+                        "Holm-adjusted; use --seeds 10 (or more) for a result, runs under <out>/compare/")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="with --compare: runs at once, each in its own process on --threads threads (default 1; "
+                        "2 on a free 2-core machine)")
     common = CommonFlags(p)
     common.sized("--prompts", DEFAULTS["prompts"], SMOKE["prompts"], "prompts per update", group=p, metavar="N")
     p.add_argument("--lr", type=positive_float, default=DEFAULTS["lr"], help="step size (default %(default)s)")
@@ -45,7 +53,40 @@ def add_arguments(p):
                  "(a check, not a result)")
 
 
+def compare(args) -> int:
+    """``--compare``: toy_rl.arithmetic.comparison.compare on a preset, printed as its table (or JSON)."""
+    import time
+
+    from ..arithmetic.comparison import compare, format_rows, gate_line
+    from ..arithmetic.presets import get_preset, smoke_preset
+    preset = get_preset(args.compare)                     # an unknown name is one line, before any work
+    if args.smoke:
+        preset = smoke_preset(preset)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    t0 = time.perf_counter()
+    result = compare(preset, seeds=seeds, out=args.out / "compare", workers=args.workers, device=args.device,
+                     progress=show_progress(args) and args.workers == 1)
+    result.pop("runs")
+    result["seconds"] = time.perf_counter() - t0
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"Rung-2 comparison on the {preset.name!r} preset ({preset.rl.get('mode')} {preset.rl.get('staleness')}, "
+          f"{result['steps']} updates), seeds {seeds.start}-{seeds.stop - 1}, {result['seconds']:.0f} s")
+    print(gate_line(result))
+    print(format_rows(result["rows"]))
+    need = result["seeds_for_3_points"]
+    print("\n± is half the 95% t-interval over seeds; Δ: BAPO minus the row's rule, paired by seed, p Holm-adjusted "
+          "over the table (both endpoints, every rule); auc: greedy held-out accuracy averaged over training (the "
+          "primary endpoint); clip: share of tokens clipped below/above."
+          + (f" Seeds a paired test needs to see 3 points of auc at this scatter (80% power): {need}." if need else ""))
+    print(f"Runs: {args.out / 'compare' / preset.name}/<scenario>/<rule>/seed<k>/metrics.jsonl")
+    return 0
+
+
 def run(args) -> int:
+    if args.compare is not None:
+        return compare(args)
     from ..arithmetic.tasks import get_task
     get_task(args.task)                              # an unknown task fails before any work
     if args.staleness is None:                       # --partial alone runs only the partial-rollout scenario

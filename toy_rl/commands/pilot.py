@@ -62,7 +62,10 @@ def _pilot(args) -> dict:
         over = {k: v for k, v in dict(staleness=args.staleness, mode=args.mode).items() if v is not None}
         kw = {k: v for k, v in dict(seeds=seeds, steps=4 if args.smoke and steps is None else steps).items()
               if v is not None}
-        out = pilot(args.preset or DEFAULT_PRESET, out=str(args.out), progress=show_progress(args), **kw, **over)
+        from ..arithmetic.presets import get_preset, smoke_preset
+        preset = get_preset(args.preset or DEFAULT_PRESET)
+        out = pilot(smoke_preset(preset) if args.smoke else preset, out=str(args.out), progress=show_progress(args),
+                    **kw, **over)
         out.pop("records", None)
         return {"rung": 2, "preset": args.preset or DEFAULT_PRESET, **out}
     from ..lm.pilot import pilot

@@ -1,0 +1,117 @@
+"""Rung 2's default comparison: its table and tests on synthetic runs (both directions), the realised bounds,
+bad input, and the command on the smoke preset."""
+import json
+
+import numpy as np
+import pytest
+
+from toy_rl.arithmetic.comparison import (compare, format_rows, gate_line, realised_bounds, seeds_needed,
+                                          table_rows)
+from toy_rl.clipping import BAPO, Symmetric
+from toy_rl.experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
+
+
+def fake_run(seed, accuracies, c_low=0.6, c_high=1.2, rho_before=0.5, updates=4):
+    """Records as the loop logs them: an evaluation every 2 updates, then the final record."""
+    recs = []
+    for step in range(updates):
+        r = dict(step=step, seed=seed, rule="x", staleness=8, c_low=c_low, c_high=c_high, rho_before=rho_before,
+                 clip_frac_low=0.01, clip_frac_high=0.02, approx_kl=0.01, reward_mean=0.2)
+        if step % 2 == 0:
+            r["accuracy"] = accuracies[step // 2]
+        recs.append(r)
+    recs.append(dict(step=updates, seed=seed, final=True, accuracy=accuracies[-1]))
+    return recs
+
+
+def runs_with_gap(gap, seeds=8, noise=0.02, seed=0):
+    """BAPO = symmetric + gap on every seed, with seed-level noise shared by both (what pairing removes)."""
+    rng = np.random.default_rng(seed)
+    base = rng.normal(0.3, 0.05, seeds)
+    jitter = rng.normal(0, noise, seeds)
+    jitter -= jitter.mean()                       # the mean difference is exactly the gap
+    sym = [fake_run(s, [0.2, b, b]) for s, b in enumerate(base)]
+    bapo = [fake_run(s, [0.2, b + gap + j, b + gap + j], c_low=0.85, c_high=2.7, rho_before=0.3)
+            for s, (b, j) in enumerate(zip(base, jitter))]
+    return {"bapo": bapo, "symmetric": sym}, {"bapo": BAPO(), "symmetric": Symmetric()}
+
+
+@pytest.mark.parametrize("gap", [0.05, -0.05])
+def test_table_names_the_direction_of_a_real_gap(gap):
+    runs, rules = runs_with_gap(gap)
+    rows = {r["rule"]: r for r in table_rows(runs, rules)}
+    sym = rows["symmetric"]
+    assert np.sign(sym["diff_final_accuracy"]) == np.sign(gap)
+    assert sym["diff_final_accuracy"] == pytest.approx(gap, abs=0.03)
+    assert sym["p_holm_final_accuracy"] < 0.01 and sym["p_holm_auc_accuracy"] < 0.01
+    assert "diff_final_accuracy" not in rows["bapo"]                      # the reference is not tested against itself
+    assert rows["bapo"]["c_high"] == pytest.approx(2.7)
+
+
+def test_no_gap_is_not_significant_and_holm_only_raises_p():
+    runs, rules = runs_with_gap(0.0, noise=0.03)
+    row = [r for r in table_rows(runs, rules) if r["rule"] == "symmetric"][0]
+    assert row["p_holm_auc_accuracy"] >= row["p_auc_accuracy"]
+    assert row["p_holm_final_accuracy"] > 0.5
+
+
+def test_pairs_are_matched_by_seed_id_not_position():
+    runs, rules = runs_with_gap(0.05)
+    shuffled = {"bapo": runs["bapo"][::-1], "symmetric": runs["symmetric"]}
+    a = [r for r in table_rows(runs, rules) if r["rule"] == "symmetric"][0]
+    b = [r for r in table_rows(shuffled, rules) if r["rule"] == "symmetric"][0]
+    assert a["p_final_accuracy"] == pytest.approx(b["p_final_accuracy"])
+
+
+def test_seeds_needed_grows_with_scatter():
+    quiet = table_rows(*runs_with_gap(0.0, noise=0.01))
+    loud = table_rows(*runs_with_gap(0.0, noise=0.05))
+    assert seeds_needed(quiet) < seeds_needed(loud)
+
+
+def test_realised_bounds_skip_updates_without_advantage_mass():
+    runs = [fake_run(0, [0.1, 0.2, 0.3], c_low=0.9, c_high=3.0, rho_before=0.2)]
+    runs[0][1].update(rho_before=None, c_low=0.6, c_high=1.2)       # no advantage mass: start bounds, ignored
+    assert realised_bounds(runs) == (0.9, 3.0)
+    for r in runs[0]:
+        r["rho_before"] = None
+    with pytest.raises(ValueError, match="never mattered"):
+        realised_bounds(runs)
+
+
+def test_controls_and_mean_bounds_rule():
+    rules = control_rules()
+    assert {"symmetric", "clip-higher", "bapo", "fixed[0.6,1.2]", "bapo a-=0.8", "fixed[0.8,2.0]", "bapo-authors",
+            "bapo rho0=0.5"} == set(rules) and MEAN_BOUNDS not in rules
+    r = mean_bounds_rule(1.05, 0.95)                                    # widened to contain 1
+    assert (r.lo, r.hi) == (1.0, 1.0)
+
+
+def test_format_rows_and_gate_line():
+    runs, rules = runs_with_gap(0.05)
+    text = format_rows(table_rows(runs, rules))
+    assert "symmetric" in text and "p_holm" in text
+    assert "not measured" in gate_line({})
+    balanced = dict(regime="balanced", rho_below_target_frac=0.1, search_moved_frac=0.0, c_low_mean=0.6,
+                    c_high_mean=1.2, **{"lambda": {"q50": float("nan")}})
+    assert "fixed rule [0.6, 1.2]" in gate_line({"gate": balanced}) and "n/a" in gate_line({"gate": balanced})
+
+
+@pytest.mark.parametrize("kw, match", [(dict(seeds=[0]), "at least 2"), (dict(seeds=[1, 1]), "distinct"),
+                                       (dict(seeds=[0, 1], workers=0), "workers")])
+def test_bad_input_fails_before_any_work(kw, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        compare("long-failures", out=tmp_path, **kw)
+    assert not any(tmp_path.iterdir())
+
+
+def test_command_smoke_runs_every_control(tmp_path, monkeypatch, capsys):
+    from toy_rl.cli import main
+    monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+    assert main(["arithmetic", "--compare", "--smoke", "--seeds", "2", "--out", str(tmp_path), "--json",
+                 "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["preset"] == "long-failures-smoke" and out["seeds"] == [0, 1]
+    assert {r["rule"] for r in out["rows"]} == set(control_rules()) | {MEAN_BOUNDS}
+    assert "regime" in out["gate"]
+    assert (tmp_path / "compare" / "long-failures-smoke" / "lag-8" / "bapo" / "seed1" / "metrics.jsonl").exists()
