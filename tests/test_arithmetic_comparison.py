@@ -115,3 +115,31 @@ def test_command_smoke_runs_every_control(tmp_path, monkeypatch, capsys):
     assert {r["rule"] for r in out["rows"]} == set(control_rules()) | {MEAN_BOUNDS}
     assert "regime" in out["gate"]
     assert (tmp_path / "compare" / "long-failures-smoke" / "lag-8" / "bapo" / "seed1" / "metrics.jsonl").exists()
+
+
+def with_controls(gap_fixed):
+    """BAPO 5 points above symmetric, clip-higher and fixed [0.6, 1.2]; ``gap_fixed`` above the fixed rule at its
+    mean bounds and fixed [0.8, 2.0] (each rule: BAPO's accuracies minus the gap, plus seed noise of mean 0)."""
+    bapo = runs_with_gap(0.05)[0]["bapo"]
+    noise = np.array([0.01, -0.01, 0.02, -0.02, 0.005, -0.005, 0.015, -0.015])
+
+    def minus(gap):
+        return [[dict(r, accuracy=r["accuracy"] - gap + noise[i]) if r.get("accuracy") is not None else r
+                 for r in recs] for i, recs in enumerate(bapo)]
+    return {"runs": {"bapo": bapo, "symmetric": minus(0.05), "clip-higher": minus(0.05), "fixed[0.6,1.2]": minus(0.05),
+                     "fixed@bapo-mean": minus(gap_fixed), "fixed[0.8,2.0]": minus(gap_fixed)}}
+
+
+def test_verdicts_support_claim_5_and_say_when_fixed_bounds_tie():
+    from toy_rl.arithmetic.comparison import comparison_checks
+    checks = {v.claim: v for v in comparison_checks(with_controls(0.0))}
+    assert checks[5].status == "supported" and checks[5].n_against == 0
+    assert checks[6].status == "partly supported"            # beats [0.6, 1.2], ties its own mean bounds
+    assert "negatives-dominate" in checks[5].regime
+
+
+def test_verdicts_contradict_when_the_fixed_rule_wins():
+    from toy_rl.arithmetic.comparison import comparison_checks, comparison_verdicts
+    checks = {v.claim: v for v in comparison_checks(with_controls(-0.05))}
+    assert checks[6].status == "contradicted" and checks[6].n_against >= 2
+    assert any("CONTRADICTED" in line for line in comparison_verdicts(with_controls(-0.05)))

@@ -28,11 +28,13 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from ..experiments import run
+from ..experiments.runner import finished
 from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.pilot import records_array, summarise_records
 from ..experiments.records import run_summary
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test, seeds_for_effect
+from ..verdicts import Claim, judge, paired, regime_of, verdict_line
 from .pilot import preset_spec, search_outcome
 from .presets import DEFAULT, Preset, get_preset
 from .warmstart import load_warmstart
@@ -165,6 +167,76 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
     rows = table_rows(runs, rules)
     result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
     return result
+
+
+def comparison_checks(result: dict, endpoints=ENDPOINTS) -> list:
+    """The verdicts this comparison can give (:func:`toy_rl.verdicts.judge`, Holm across both), each on both
+    endpoints, paired by seed:
+
+    claim 5 (Fig. 11): BAPO > clip-higher and BAPO > symmetric, clip-higher ≥ symmetric;
+    claim 6 (the protocol's control, not the paper's): BAPO's *adaptive* bounds beat fixed ones — BAPO > the
+        fixed rule at its realised mean bounds, > its start [0.6, 1.2], > fixed [0.8, 2.0].
+    Both carry the regime of BAPO's runs; in a balanced one BAPO is named as the fixed rule it ran as.
+    """
+    runs = result["runs"]
+    scores = {label: per_seed(r) for label, r in runs.items()}
+    bapo_runs = runs.get(REFERENCE, [])
+    regime = regime_of(records_array(bapo_runs, "rho_before"), records_array(bapo_runs, "c_low"),
+                       records_array(bapo_runs, "c_high")) if bapo_runs else None
+    B = regime.bapo() if regime else "BAPO"
+    names = {"symmetric": "symmetric", "clip-higher": "clip-higher", MEAN_BOUNDS: "fixed at BAPO's mean bounds",
+             "fixed[0.6,1.2]": "fixed [0.6, 1.2]", "fixed[0.8,2.0]": "fixed [0.8, 2.0]", REFERENCE: B}
+
+    def test(endpoint, a, b, expect):
+        if a not in scores or b not in scores:
+            return None
+        seeds = sorted(set(scores[a]) & set(scores[b]))
+        return paired(f"{endpoint.replace('_', ' ')}", names[a], [_nan(scores[a][s][endpoint]) for s in seeds],
+                      names[b], [_nan(scores[b][s][endpoint]) for s in seeds], expect, scale=100, unit=" points")
+
+    def claim(number, text, pairs):
+        tests = [t for e in endpoints for a, b, x in pairs if (t := test(e, a, b, x)) is not None]
+        return Claim(number, text, tests, regime=regime, untestable=None if tests else "the rules were not run")
+    return judge([
+        claim(5, "under staleness BAPO > clip-higher ≥ symmetric (Fig. 11)",
+              [(REFERENCE, "clip-higher", ">"), (REFERENCE, "symmetric", ">"), ("clip-higher", "symmetric", ">=")]),
+        claim(6, "adaptive bounds beat the same bounds held fixed (control)",
+              [(REFERENCE, MEAN_BOUNDS, ">"), (REFERENCE, "fixed[0.6,1.2]", ">"), (REFERENCE, "fixed[0.8,2.0]", ">")]),
+    ])
+
+
+def comparison_verdicts(result: dict) -> list[str]:
+    """:func:`comparison_checks` as the lines notebooks and reports print."""
+    return [verdict_line(v) for v in comparison_checks(result)]
+
+
+def is_complete(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", rules: dict | None = None,
+                **overrides) -> bool:
+    """Whether ``out`` holds every run of :func:`compare` with these settings finished (so compare only reads)."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    rules = control_rules() if rules is None else dict(rules)
+    done = {label: [finished(preset_spec(preset, rule, s, out=out, **overrides)) for s in seeds]
+            for label, rule in rules.items()}
+    if any(r is None for runs in done.values() for r in runs):
+        return False
+    if REFERENCE not in done:
+        return True
+    rule = mean_bounds_rule(*realised_bounds(done[REFERENCE]))
+    return all(finished(preset_spec(preset, rule, s, out=out, **overrides)) is not None for s in seeds)
+
+
+def load_or_compare(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", quick_seeds=range(3),
+                    quick_steps: int = 60, quick_out="runs/compare-notebook", **kw) -> tuple[dict, str]:
+    """The full comparison if ``out`` holds all of it (read back, nothing trained), else a smaller one run now
+    (``quick_seeds`` × ``quick_steps`` into ``quick_out``; resumable). Returns (result, a line saying which)."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    if is_complete(preset, seeds, out):
+        return compare(preset, seeds, out=out, **kw), (f"loaded from {out}/{preset.name} ({len(list(seeds))} seeds, "
+                                                       f"{preset.rl.get('steps')} updates each)")
+    result = compare(preset, quick_seeds, steps=quick_steps, out=quick_out, **kw)
+    return result, (f"{out}/{preset.name} is not complete: computed now into {quick_out}/{preset.name} "
+                    f"({len(list(quick_seeds))} seeds, {quick_steps} updates each; the full comparison: "
+                    f"toy-rl arithmetic --compare {preset.name} --seeds {len(list(seeds))} --workers 2)")
 
 
 def format_rows(rows: list) -> str:
