@@ -4,6 +4,7 @@ draw. Each function builds its own ``matplotlib.figure.Figure`` and returns it w
 
     training   the rules side by side, one rule across scenarios, partial rollout's staleness, answer lengths,
                accuracy at equal samples, the warm start, the Entropy-Clip Rule on the transformer
+    comparison the default comparison: accuracy bands, BAPO's bounds, BAPO − rule with paired intervals
     batches    a stored stale batch through the clipping core at any bounds; answers coloured by token version
 
 What they draw is computed in the library: :mod:`toy_rl.arithmetic.sweep` (load the runs, or run a smaller
@@ -11,9 +12,10 @@ sweep), :mod:`toy_rl.arithmetic.measures` (one number per seed and the tables), 
 (the sliders' live batches), :mod:`toy_rl.arithmetic.verdicts` (the paper's claims).
 """
 from .batches import budget_callback, clip_callback, clip_view, version_map
+from .comparison import comparison_view
 from .training import (PARTIAL_PANELS, RULE_PANELS, SCENARIO_PANELS, accuracy_vs_groups, entropy_check_view,
                        length_view, partial_curves, rule_bands, rules_callback, scenario_bands, warmstart_view)
 
-__all__ = ["budget_callback", "clip_callback", "clip_view", "version_map", "PARTIAL_PANELS", "RULE_PANELS",
+__all__ = ["budget_callback", "clip_callback", "clip_view", "version_map", "comparison_view", "PARTIAL_PANELS", "RULE_PANELS",
            "SCENARIO_PANELS", "accuracy_vs_groups", "entropy_check_view", "length_view", "partial_curves",
            "rule_bands", "rules_callback", "scenario_bands", "warmstart_view"]
