@@ -19,34 +19,35 @@ def test_rung1_html_is_one_self_contained_page(rung1, tmp_path):
     page = path.read_text()
     assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
     images = re.findall(r"<img [^>]*src='([^']*)'", page)
-    assert len(images) == len(rung1.figures) == 2
+    assert len(images) == len(rung1.figures) == 1
     assert all(src.startswith("data:image/png;base64,iVBORw0KGgo") for src in images)   # PNGs, embedded
     assert not re.search(r"(src|href)=['\"](?!data:)", page)                              # nothing to fetch
-    assert page.count("<tr>") == 1 + 3 * 3                    # header + 3 stalenesses x 3 rules (smoke)
-    for text in ("final reward", "mean reward", "p (mean reward)", "toy-rl report --rung 1 --smoke", "SMOKE",
-                 "Machine", "Welch", "claim 1 (staleness", "claim 5 ("):
+    assert page.count("<tr>") == 1 + 4 * 9                    # header + 4 cells x (8 rules + fixed at BAPO's mean)
+    for text in ("final reward", "mean reward", "BAPO − rule (mean R)", "toy-rl report --rung 1 --smoke", "SMOKE",
+                 "Machine", "Holm", "claim 5 (", "claim 6 (", "long-failures"):
         assert text in page
     assert list(tmp_path.iterdir()) == [path]                  # no PNG beside it
 
 
-def test_rung1_table_has_bands_and_welch_against_symmetric(rung1):
+def test_rung1_table_pairs_every_rule_with_bapo_in_every_cell(rung1):
     t = rung1.table
     rows = {(r[0], r[1]): dict(zip(t.headers, r)) for r in t.rows}
-    assert set(rows) == {(k, rule) for k in ("0", "2", "4") for rule in ("symmetric", "clip-higher", "bapo")}
-    assert re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", rows["4", "bapo"]["mean reward"])
-    assert rows["4", "symmetric"]["p (mean reward)"] == "" and rows["4", "bapo"]["p (mean reward)"] != ""
-    assert rows["0", "bapo"]["p (mean reward)"] == "1"        # on-policy the rules are the same run
+    cells = ("epoch reuse 2", "epoch reuse 4", "lag 2", "lag 4")
+    assert {c for c, _ in rows} == set(cells) and len(rows) == 36
+    assert re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", rows["lag 4", "bapo"]["mean reward"])
+    assert rows["lag 4", "bapo"]["p_holm"] == "" and rows["lag 4", "symmetric"]["p_holm"] != ""
 
 
-def test_rung1_has_the_verdicts_notebook_02_prints(rung1):
-    from toy_rl.bandit import claim_verdicts
-    from toy_rl.report.runs import RUNG1_SMOKE, bandit_runs
-    assert len(rung1.verdicts) == 5 and all(v.startswith(f"claim {i} (") for i, v in enumerate(rung1.verdicts, 1))
-    results, _ = bandit_runs(RUNG1_SMOKE["stalenesses"], RUNG1_SMOKE["seeds"], RUNG1_SMOKE["steps"], progress=False)
-    assert rung1.verdicts == claim_verdicts(results)           # the same function on the same sweep
-    assert "toy_rl.bandit.verdicts.claim_verdicts" in rung1.notes[0]
-    md = to_markdown(rung1, ["a.png", "b.png"])
-    assert "## The paper's claims at this scale" in md and "- claim 5 (BAPO > clip-higher" in md
+def test_rung1_has_the_regime_and_the_verdicts_notebook_02_prints(rung1):
+    from toy_rl.bandit.comparison import comparison_verdicts
+    from toy_rl.report.runs import bandit_comparison
+    regime, *claims = rung1.verdicts
+    assert regime.startswith("regime ") and [c.split(" (")[0] for c in claims] == ["claim 5", "claim 6"]
+    rows, _, _ = bandit_comparison(smoke=True, progress=False)
+    assert claims == comparison_verdicts(rows)                  # the same function on the same runs
+    assert "toy_rl.bandit.comparison.comparison_verdicts" in rung1.notes[0]
+    md = to_markdown(rung1, ["a.png"])
+    assert "## The paper's claims at this scale" in md and "- claim 5 (under staleness BAPO > clip-higher" in md
 
 
 def test_rung2_markdown_writes_pngs_beside_it(tmp_path):
@@ -56,8 +57,9 @@ def test_rung2_markdown_writes_pngs_beside_it(tmp_path):
     for png in files[1:]:
         assert png.parent == files[0].parent and png.read_bytes()[:4] == b"\x89PNG"
         assert f"]({png.name})" in md
-    assert len(report.verdicts) == 5 and all(v.startswith(f"claim {i}") for i, v in enumerate(report.verdicts, 1))
-    assert "## Summary" in md and "| reuse-2 | bapo |" in md and "claim 5" in md
+    regime, *claims = report.verdicts
+    assert regime.startswith("regime: ") and [c.split(" (")[0] for c in claims] == ["claim 5", "claim 6"]
+    assert "## Summary" in md and "| bapo |" in md and "| fixed@bapo-mean |" in md and "claim 6" in md
     assert "SMOKE" in dict(report.facts)["Configuration"]
 
 
@@ -74,7 +76,7 @@ def test_rung3_with_a_tiny_model(tmp_path):
 def test_cli_report(tmp_path, capsys):
     assert main(["report", "--rung", "1", "--smoke", "--out", str(tmp_path / "r.md"), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "Written:" in out and (tmp_path / "r.md").is_file() and (tmp_path / "r-rules.png").is_file()
+    assert "Written:" in out and (tmp_path / "r.md").is_file() and (tmp_path / "r-comparison.png").is_file()
 
 
 def test_bad_input_fails_clearly(tmp_path, capsys):

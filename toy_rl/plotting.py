@@ -88,6 +88,24 @@ def fixed_bounds(c_low: float, c_high: float) -> ClipHigher:
     return ClipHigher(eps_low=1.0 - c_low, eps_high=c_high - 1.0)
 
 
+def paired_differences(ax, rows: list, endpoint: str, xlabel: str, alpha: float = 0.05) -> list:
+    """A forest plot of a comparison table's paired tests: for each row with ``diff_<endpoint>``, the difference
+    (reference − row's rule) and its 95% interval by seed, the dot filled where ``p_holm_<endpoint>`` < ``alpha``.
+    Returns the rows drawn."""
+    tested = [r for r in rows if np.isfinite(r.get(f"diff_{endpoint}", math.nan))]
+    for k, r in enumerate(tested):
+        d, lo, hi = r[f"diff_{endpoint}"], r[f"diff_{endpoint}_lo"], r[f"diff_{endpoint}_hi"]
+        colour = colour_of(r["rule"], k)
+        filled = r.get(f"p_holm_{endpoint}", math.nan) < alpha
+        ax.plot([lo, hi], [k, k], color=colour, lw=2)
+        ax.plot([d], [k], "o", color=colour, mfc=colour if filled else "white", ms=7)
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_yticks(np.arange(len(tested)), [r["rule"] for r in tested], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel=xlabel)
+    return tested
+
+
 def format_rows(rows: dict, keys, digits: int = 3) -> str:
     """A plain-text table: one row per name in ``rows`` ({name: {key: number}}), one column per key."""
     width = max(len(str(n)) for n in rows) + 2

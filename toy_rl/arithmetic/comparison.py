@@ -29,12 +29,12 @@ import numpy as np
 
 from ..experiments import run
 from ..experiments.runner import finished
-from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
+from ..experiments.controls import MEAN_BOUNDS, control_claims, control_rules, mean_bounds_rule
 from ..experiments.pilot import records_array, summarise_records
 from ..experiments.records import run_summary
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test, seeds_for_effect
-from ..verdicts import Claim, judge, paired, regime_of, verdict_line
+from ..verdicts import judge, regime_of, verdict_line
 from .pilot import preset_spec, search_outcome
 from .presets import DEFAULT, Preset, get_preset
 from .warmstart import load_warmstart
@@ -170,39 +170,16 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
 
 
 def comparison_checks(result: dict, endpoints=ENDPOINTS) -> list:
-    """The verdicts this comparison can give (:func:`toy_rl.verdicts.judge`, Holm across both), each on both
-    endpoints, paired by seed:
-
-    claim 5 (Fig. 11): BAPO > clip-higher and BAPO > symmetric, clip-higher ≥ symmetric;
-    claim 6 (the protocol's control, not the paper's): BAPO's *adaptive* bounds beat fixed ones — BAPO > the
-        fixed rule at its realised mean bounds, > its start [0.6, 1.2], > fixed [0.8, 2.0].
-    Both carry the regime of BAPO's runs; in a balanced one BAPO is named as the fixed rule it ran as.
-    """
+    """The verdicts this comparison can give: claims 5 and 6 of
+    :func:`~toy_rl.experiments.controls.control_claims` on both endpoints, paired by seed, Holm across both
+    (:func:`toy_rl.verdicts.judge`). Both carry the regime of BAPO's runs; in a balanced one BAPO is named as
+    the fixed rule it ran as."""
     runs = result["runs"]
-    scores = {label: per_seed(r) for label, r in runs.items()}
     bapo_runs = runs.get(REFERENCE, [])
     regime = regime_of(records_array(bapo_runs, "rho_before"), records_array(bapo_runs, "c_low"),
                        records_array(bapo_runs, "c_high")) if bapo_runs else None
-    B = regime.bapo() if regime else "BAPO"
-    names = {"symmetric": "symmetric", "clip-higher": "clip-higher", MEAN_BOUNDS: "fixed at BAPO's mean bounds",
-             "fixed[0.6,1.2]": "fixed [0.6, 1.2]", "fixed[0.8,2.0]": "fixed [0.8, 2.0]", REFERENCE: B}
-
-    def test(endpoint, a, b, expect):
-        if a not in scores or b not in scores:
-            return None
-        seeds = sorted(set(scores[a]) & set(scores[b]))
-        return paired(f"{endpoint.replace('_', ' ')}", names[a], [_nan(scores[a][s][endpoint]) for s in seeds],
-                      names[b], [_nan(scores[b][s][endpoint]) for s in seeds], expect, scale=100, unit=" points")
-
-    def claim(number, text, pairs):
-        tests = [t for e in endpoints for a, b, x in pairs if (t := test(e, a, b, x)) is not None]
-        return Claim(number, text, tests, regime=regime, untestable=None if tests else "the rules were not run")
-    return judge([
-        claim(5, "under staleness BAPO > clip-higher ≥ symmetric (Fig. 11)",
-              [(REFERENCE, "clip-higher", ">"), (REFERENCE, "symmetric", ">"), ("clip-higher", "symmetric", ">=")]),
-        claim(6, "adaptive bounds beat the same bounds held fixed (control)",
-              [(REFERENCE, MEAN_BOUNDS, ">"), (REFERENCE, "fixed[0.6,1.2]", ">"), (REFERENCE, "fixed[0.8,2.0]", ">")]),
-    ])
+    scores = {label: per_seed(r) for label, r in runs.items()}
+    return judge(control_claims({"": scores}, endpoints, regime, scale=100, unit=" points"))
 
 
 def comparison_verdicts(result: dict) -> list[str]:

@@ -40,9 +40,10 @@ from dataclasses import replace
 import numpy as np
 
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
-from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
+from ..experiments.controls import MEAN_BOUNDS, control_claims, control_rules, mean_bounds_rule
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test
+from ..verdicts import Regime, judge, verdict_line
 from .config import BanditConfig
 from .pilot import run_summary
 from .policy import best_found
@@ -97,7 +98,10 @@ def cell_rows(runs: dict, reference: str = "bapo", **cell) -> list:
     rows = []
     for label, s in scores.items():
         row = dict(cell, rule=label, rule_repr=repr(runs[label].extra["rule_obj"]), seeds=len(runs[label].seeds),
-                   regime=gate.get("regime"), bapo_moved_frac=gate.get("search_moved_frac"))
+                   regime=gate.get("regime"), bapo_moved_frac=gate.get("search_moved_frac"),
+                   bapo_below_frac=gate.get("rho_below_target_frac"), bapo_updates=gate.get("updates"),
+                   seed_ids=[int(x) for x in runs[label].seeds],
+                   per_seed={name: [float(v) for v in s[name]] for name in ENDPOINTS})
         for name, values in s.items():
             mean, lo, hi = confidence_band(values)
             row[name], row[f"{name}_lo"], row[f"{name}_hi"] = float(mean), float(lo), float(hi)
@@ -105,6 +109,7 @@ def cell_rows(runs: dict, reference: str = "bapo", **cell) -> list:
             for name in ENDPOINTS:
                 test = paired_test(scores[reference][name], s[name])
                 row[f"diff_{name}"], row[f"p_{name}"] = test["diff"], test["p"]
+                row[f"diff_{name}_lo"], row[f"diff_{name}_hi"] = test["diff_lo"], test["diff_hi"]
         rows.append(row)
     return rows
 
@@ -141,6 +146,41 @@ def compare(config=DEFAULT, seeds=range(10), cells=CELLS, rules: dict | None = N
         runs = run_cell(replace(config, mode=mode, staleness=k), rules, seeds)
         rows += cell_rows(runs, mode=mode, staleness=k)
     return add_holm(rows)
+
+
+def cell_name(row: dict) -> str:
+    """'epoch reuse 2' or 'lag 4': a cell as the verdicts name it."""
+    return f"{'epoch reuse' if row['mode'] == 'reuse' else row['mode']} {row['staleness']}"
+
+
+def pooled_regime(rows: list, reference: str = "bapo") -> Regime | None:
+    """BAPO's regime over every cell of the table (each cell's share of updates below ρ0 and of updates whose bounds
+    moved, weighted by its updates); None without BAPO rows."""
+    gates = [r for r in rows if r["rule"] == reference and r.get("bapo_below_frac") is not None]
+    if not gates:
+        return None
+    n = np.array([r["bapo_updates"] for r in gates], dtype=float)
+    below = float(np.average([r["bapo_below_frac"] for r in gates], weights=n))
+    moved = float(np.average([r["bapo_moved_frac"] for r in gates], weights=n))
+    return Regime("negatives-dominate" if below > 0.5 else "balanced", below, moved, int(n.sum()))
+
+
+def comparison_checks(rows: list, endpoints=ENDPOINTS) -> list:
+    """Claims 5 and 6 (:func:`toy_rl.experiments.controls.control_claims`) in every cell of :func:`compare`'s rows,
+    on every endpoint, paired by seed, Holm across all of them (:func:`toy_rl.verdicts.judge`). The regime is
+    BAPO's over all cells (:func:`pooled_regime`); each cell's own is in the detail."""
+    cells = {}
+    for r in rows:
+        cells.setdefault(cell_name(r), {})[r["rule"]] = {
+            seed: {e: r["per_seed"][e][i] for e in endpoints} for i, seed in enumerate(r["seed_ids"])}
+    detail = "per cell: " + ", ".join(f"{cell_name(r)} {r['regime']} (bounds moved in {r['bapo_moved_frac']:.0%})"
+                                      for r in rows if r["rule"] == "bapo")
+    return judge(control_claims(cells, endpoints, pooled_regime(rows), detail))
+
+
+def comparison_verdicts(rows: list, endpoints=ENDPOINTS) -> list[str]:
+    """:func:`comparison_checks` as the lines notebooks and reports print."""
+    return [verdict_line(v) for v in comparison_checks(rows, endpoints)]
 
 
 STEP_FACTORS = (0.5, 1.0, 2.0, 4.0)

@@ -55,7 +55,7 @@ def add_arguments(p):
 
 def compare(args) -> int:
     """``--compare``: toy_rl.bandit.comparison.compare on a named setting, printed as its table (or JSON)."""
-    from ..bandit.comparison import compare, format_rows
+    from ..bandit.comparison import compare, comparison_verdicts, format_rows
     from ..bandit.presets import get_preset
     get_preset(args.compare)                              # an unknown name is one line, before any work
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -63,12 +63,15 @@ def compare(args) -> int:
     rows = compare(args.compare, seeds=seeds, steps=args.steps if args.smoke else None, progress=show_progress(args))
     seconds = time.perf_counter() - t0
     if args.json:
-        print_json(dict(preset=args.compare, seeds=list(seeds), seconds=seconds, rows=rows))
+        print_json(dict(preset=args.compare, seeds=list(seeds), seconds=seconds, rows=rows,
+                        verdicts=comparison_verdicts(rows)))
         return 0
     print(f"Bandit comparison on the {args.compare!r} setting, seeds {seeds.start}-{seeds.stop - 1}, {seconds:.0f} s")
     print(format_rows(rows))
     print("\n± is half the 95% t-interval over seeds; Δ: BAPO minus the row's rule, paired by seed, p Holm-adjusted "
-          "over the table; regime: the pilot gate on BAPO's updates (docs/protocol.md)")
+          "over the table; regime: the pilot gate on BAPO's updates (docs/protocol.md)\n")
+    for line in comparison_verdicts(rows):
+        print(line, "\n")
     return 0
 
 

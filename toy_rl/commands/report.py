@@ -21,14 +21,16 @@ def add_arguments(p):
                    help="root of the run folders (default runs; with --smoke a fresh temporary folder)")
     extra_outs(p, "--runs")
     common = CommonFlags(p)
-    from ..arithmetic.run import SMOKE as RUNG2_SMOKE
+    from ..arithmetic.presets import DEFAULT as RUNG2_PRESET, SMOKE_RL, get_preset
+    from ..bandit.config import BanditConfig
     from ..lm.run import DEFAULTS as LORA, SMOKE as LORA_SMOKE
-    from ..report.runs import RUNG1, RUNG1_SMOKE, RUNG2, RUNG2_SEEDS, RUNG2_SMOKE_SEEDS, RUNG3, RUNG3_SMOKE
+    from ..report.runs import (BANDIT_COMPARE, BANDIT_COMPARE_SMOKE, COMPARE_SEEDS, COMPARE_SMOKE_SEEDS, RUNG3,
+                               RUNG3_SMOKE)
     by_rung = lambda a, b, c: f"rung 1: {a}, rung 2: {b}, rung 3: {c}"                          # noqa: E731
-    common.seeds(None, help=f"seeds per rule and staleness (default {by_rung(RUNG1['seeds'], RUNG2_SEEDS, RUNG3['seeds'])}"
-                            f"; --smoke: {by_rung(RUNG1_SMOKE['seeds'], RUNG2_SMOKE_SEEDS, RUNG3_SMOKE['seeds'])})")
-    common.steps(None, help=f"updates per run (default {by_rung(RUNG1['steps'], RUNG2['steps'], LORA['steps'])}; "
-                            f"--smoke: {by_rung(RUNG1_SMOKE['steps'], RUNG2_SMOKE['steps'], LORA_SMOKE['steps'])})")
+    common.seeds(None, help=f"seeds per rule (default {by_rung(BANDIT_COMPARE['seeds'], COMPARE_SEEDS, RUNG3['seeds'])}"
+                            f"; --smoke: {by_rung(BANDIT_COMPARE_SMOKE['seeds'], COMPARE_SMOKE_SEEDS, RUNG3_SMOKE['seeds'])})")
+    common.steps(None, help=f"updates per run (default {by_rung(BanditConfig().steps, get_preset(RUNG2_PRESET).rl['steps'], LORA['steps'])}"
+                            f"; --smoke: {by_rung(BANDIT_COMPARE_SMOKE['steps'], SMOKE_RL['steps'], LORA_SMOKE['steps'])})")
     common.out(None, "the report file, or a folder for rung<N>.<format> (default runs/report/rung<N>.<format>)",
                kind="file-or-dir")
     common.json("the files written and the report's facts, table and verdicts")

@@ -33,3 +33,52 @@ def control_rules() -> dict:
 def mean_bounds_rule(c_low: float, c_high: float) -> FixedBounds:
     """The fixed rule at BAPO's realised mean bounds, widened to contain 1 (a ratio of 1 is never clipped)."""
     return FixedBounds(lo=min(round(c_low, 4), 1.0), hi=max(round(c_high, 4), 1.0))
+
+
+# --- what a default comparison can claim (the same two claims at rungs 1 and 2) ---------------------------
+
+NAMES = {"symmetric": "symmetric", "clip-higher": "clip-higher", MEAN_BOUNDS: "fixed at BAPO's mean bounds",
+         "fixed[0.6,1.2]": "fixed [0.6, 1.2]", "fixed[0.8,2.0]": "fixed [0.8, 2.0]"}
+CLAIM5 = "under staleness BAPO > clip-higher ≥ symmetric (Fig. 11)"
+CLAIM6 = "adaptive bounds beat the same bounds held fixed (control)"
+CLAIM5_PAIRS = (("bapo", "clip-higher", ">"), ("bapo", "symmetric", ">"), ("clip-higher", "symmetric", ">="))
+CLAIM6_PAIRS = (("bapo", MEAN_BOUNDS, ">"), ("bapo", "fixed[0.6,1.2]", ">"), ("bapo", "fixed[0.8,2.0]", ">"))
+
+
+def control_claims(cells: dict, endpoints, regime=None, detail: str = "", scale: float = 1.0,
+                   unit: str = "") -> list:
+    """Claims 5 and 6 of a default comparison, before judgement (:func:`toy_rl.verdicts.judge` Holm-adjusts them
+    together): every pair of :data:`CLAIM5_PAIRS` / :data:`CLAIM6_PAIRS`, on every endpoint and in every cell,
+    a t-test paired by seed id.
+
+    claim 5 (Fig. 11): BAPO > clip-higher and BAPO > symmetric, clip-higher ≥ symmetric;
+    claim 6 (the protocol's control, not the paper's): BAPO's *adaptive* bounds beat fixed ones — BAPO > the
+        fixed rule at its realised mean bounds, > its start [0.6, 1.2], > fixed [0.8, 2.0].
+
+    Args:
+        cells: {cell name ("" when there is one cell): {label: {seed: {endpoint: value}}}}.
+        endpoints: the endpoint names tested, declared before the runs.
+        regime: BAPO's :class:`~toy_rl.verdicts.Regime` in these runs; in a balanced one BAPO is named as the
+            fixed rule it ran as.
+    """
+    from ..verdicts import Claim, paired
+    names = {**NAMES, "bapo": regime.bapo() if regime is not None else "BAPO"}
+    value = lambda x: float("nan") if x is None else float(x)                    # noqa: E731
+
+    def tests(pairs):
+        out = []
+        for cell, scores in cells.items():
+            for endpoint in endpoints:
+                for a, b, expect in pairs:
+                    if a not in scores or b not in scores:
+                        continue
+                    seeds = sorted(set(scores[a]) & set(scores[b]))
+                    what = endpoint.replace("_", " ") + (f", {cell}" if cell else "")
+                    out.append(paired(what, names[a], [value(scores[a][s][endpoint]) for s in seeds], names[b],
+                                      [value(scores[b][s][endpoint]) for s in seeds], expect, scale=scale, unit=unit))
+        return out
+
+    def claim(number, text, pairs):
+        found = tests(pairs)
+        return Claim(number, text, found, detail, regime, None if found else "the rules were not run")
+    return [claim(5, CLAIM5, CLAIM5_PAIRS), claim(6, CLAIM6, CLAIM6_PAIRS)]

@@ -3,11 +3,11 @@
 :mod:`toy_rl.report.document` writes as Markdown or as one self-contained HTML file.
 
 The plots are the notebooks' (:mod:`toy_rl.bandit.views`, :mod:`toy_rl.arithmetic.views`,
-:mod:`toy_rl.lm.views`); the tables from the runners' summaries (:func:`toy_rl.bandit.summary_table`;
-:func:`toy_rl.experiments.summarize` on rungs 2-3) with their 95% bands and paired tests by seed;
-the verdicts from the functions the notebooks print them with, one per rung on the API of :mod:`toy_rl.verdicts`
-(:func:`toy_rl.bandit.verdicts.claim_verdicts`, :func:`toy_rl.arithmetic.verdicts.claim_verdicts`,
-:func:`toy_rl.lm.verdicts.claim_verdicts`).
+:mod:`toy_rl.lm.views`). Rungs 1 and 2 report their default comparison (the three rules and the controls on a
+preset where negatives dominate: :func:`toy_rl.bandit.comparison.compare`,
+:func:`toy_rl.arithmetic.comparison.compare`), with BAPO's regime, tables of paired differences by seed
+(Holm-adjusted) and the verdicts on claims 5 and 6 (:func:`toy_rl.experiments.controls.control_claims`); rung 3
+its staleness sweep (:func:`toy_rl.experiments.summarize`) and :func:`toy_rl.lm.verdicts.claim_verdicts`.
 """
 from __future__ import annotations
 
@@ -20,20 +20,24 @@ from matplotlib.figure import Figure
 
 from ..threads import single_thread
 from .machine import describe_machine, utc_now
-from .runs import (RUNG1, RUNG1_SMOKE, RUNG2_SEEDS, RUNG2_SMOKE_SEEDS, RUNG3, RUNG3_SMOKE, arithmetic_runs,
-                   bandit_note, bandit_runs, llm_missing, lora_runs, runs_root)
+from .runs import RUNG3, RUNG3_SMOKE, arithmetic_comparison, bandit_comparison, llm_missing, lora_runs, runs_root
 
 RUNGS = (1, 2, 3)
 TITLES = {1: "Rung 1 — the softmax bandit: three clipping rules under staleness",
           2: "Rung 2 — a small arithmetic transformer: three clipping rules under staleness",
           3: "Rung 3 — LoRA RL on SmolLM2-135M-Instruct: three clipping rules under staleness"}
 LEADS = {
-    1: ("A tabular softmax over 32 tokens per context, a few correct ones starting rare, trained by GRPO. Each batch "
-        "is reused for staleness + 1 updates, so the ratio r = π/π_behaviour moves away from 1 and the clipping rule "
-        "decides which tokens keep their gradient. Rules: symmetric [0.8, 1.2] (PPO/GRPO), clip-higher [0.8, 1.28] "
-        "(DAPO), BAPO (bounds searched every update until positives carry ρ0 = 0.4 of the loss)."),
-    2: ("A 212k-parameter GPT trained from scratch on 2-digit addition (a cached supervised warm start), then RL with "
-        "each rule; one rollout serves staleness + 1 updates (reuse-K). Accuracy is greedy, on a fixed held-out set."),
+    1: ("A tabular softmax over 32 tokens per context, a few correct ones starting rare, trained by GRPO on the "
+        "default preset 'long-failures': each answer is a decision token and a continuation, 4 tokens when right and "
+        "8 when wrong, so negative tokens dominate the loss (λ = 2). Stale data two ways: one batch reused for "
+        "staleness + 1 updates (epoch reuse), or a behaviour policy staleness updates behind (lag). Rules: symmetric "
+        "[0.8, 1.2], clip-higher [0.8, 1.28], BAPO (bounds searched every update until positives carry ρ0 = 0.4 of "
+        "the loss) and the controls: fixed [0.6, 1.2], BAPO with a⁻ = 0.8, fixed [0.8, 2.0], the authors' preset, "
+        "ρ0 = 0.5, and a fixed rule at BAPO's realised mean bounds."),
+    2: ("A 211k-parameter GPT trained from scratch (a cached supervised warm start), then RL with each rule and the "
+        "controls on the default preset 'long-failures': a search task whose failed answers keep trying until the "
+        "token budget runs out (so negative tokens dominate the loss), a behaviour policy 8 updates behind. Accuracy "
+        "is greedy, on 1,000 held-out problems."),
     3: ("SmolLM2-135M-Instruct, offline on the CPU, with fresh LoRA adapters (rank 16 on q, k, v, o), RL on 2-digit "
         "addition with a 3-shot prompt; one rollout serves staleness + 1 updates. Accuracy is greedy, on a fixed "
         "held-out set; the on-policy clip-higher run is notebook 06's default run."),
@@ -96,83 +100,76 @@ def check_count(name: str, value) -> None:
 # === rung 1 =======================================================================================
 
 def _rung1(smoke, seeds, steps, runs, progress, model) -> dict:
-    from ..bandit import claim_verdicts, summary_table
-    from ..bandit.views import rule_bands, staleness_curves
-    c = RUNG1_SMOKE if smoke else RUNG1
-    seeds, steps = seeds or c["seeds"], steps or c["steps"]
-    results, cfg = bandit_runs(c["stalenesses"], seeds, steps, progress=progress)
-    rows = summary_table(results)
-    ks = list(c["stalenesses"])
-    focus = 4 if 4 in ks else ks[-1]
-    fig, _ = staleness_curves({k: results[k, "symmetric"] for k in ks})
-    figs = [("staleness", fig,
-             "The symmetric rule at every staleness, against optimizer updates (top) and samples seen (bottom); "
-             "mean and 95% band over seeds."),
-            ("rules", rule_bands(results, focus)[0],
-             f"The three rules at staleness {focus}: entropy, expected reward, ρ, bounds, clip fractions, gradient "
-             "norm; mean and 95% band over seeds.")]
-    table = Table(["staleness", "rule", "final entropy", "final reward", "mean reward", "p (mean reward)",
-                   "p (final entropy)", "ρ", "c_low", "c_high", "clip low", "clip high"],
-                  [[str(r["staleness"]), r["rule"],
-                    band_cell(r["final_entropy"], r["final_entropy_lo"], r["final_entropy_hi"]),
-                    band_cell(r["final_reward"], r["final_reward_lo"], r["final_reward_hi"]),
+    from ..bandit.comparison import cell_name, comparison_verdicts, pooled_regime
+    from ..bandit.views import comparison_view
+    rows, cfg, note = bandit_comparison(seeds, steps, smoke=smoke, progress=progress)
+    figs = [("comparison", comparison_view(rows, "mean_reward")[0],
+             "BAPO minus each rule on the expected reward averaged over training, in each cell (epoch reuse of one "
+             "batch, or a behaviour policy k updates behind), paired 95% interval by seed, filled where p_holm < 0.05 "
+             "(Holm over the whole table). Each panel names BAPO's regime in that cell.")]
+
+    def diff(r, name):
+        return num_cell(r.get(f"diff_{name}")), p_cell(r.get(f"p_holm_{name}"))
+    table = Table(["cell", "rule", "final reward", "P(best)", "mean reward", "BAPO − rule (mean R)", "p_holm",
+                   "BAPO − rule (final R)", "p_holm", "c_low", "c_high", "KL"],
+                  [[cell_name(r), r["rule"], band_cell(r["final_reward"], r["final_reward_lo"], r["final_reward_hi"]),
+                    band_cell(r["p_best"], r["p_best_lo"], r["p_best_hi"]),
                     band_cell(r["mean_reward"], r["mean_reward_lo"], r["mean_reward_hi"]),
-                    p_cell(r.get("p_mean_reward")), p_cell(r.get("p_final_entropy")), num_cell(r["rho"], 2),
-                    num_cell(r["c_low"], 2), num_cell(r["c_high"], 2), num_cell(r["clip_frac_low"]),
-                    num_cell(r["clip_frac_high"])] for r in rows],
-                  "Mean over seeds [95% Student-t band]. Final entropy/reward: exact entropy (nats) and expected "
-                  "reward after the last update; mean reward: expected reward averaged over all updates (learning "
-                  "speed). p: Welch's t-test against symmetric at the same staleness. ρ (positive share of the loss "
-                  "over gradient-carrying tokens), bounds and clip fractions: means over updates.")
-    return dict(config=bandit_note(cfg, seeds) + f"; stalenesses {', '.join(map(str, ks))}", seeds=seeds,
-                source="computed now (toy_rl.bandit.sweep)",
-                runner=f"toy-rl bandit --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds} --steps {steps}",
-                figures=figs, table=table, verdicts=claim_verdicts(results),
-                notes=["Verdicts: toy_rl.bandit.verdicts.claim_verdicts, as notebook 02 (§7) prints them: every part "
-                       "of a claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts "
-                       "at p_holm < 0.05, for or against the claim); a verdict about BAPO states its regime. "
-                       "Notebook 03 judges claims 3-5 again from its own experiments (fixed bounds, lowering c_low, "
-                       "what ρ counts) with toy_rl.bandit.verdicts.ablation_checks; not restated here."])
+                    *diff(r, "mean_reward"), *diff(r, "final_reward"), num_cell(r["c_low"], 2),
+                    num_cell(r["c_high"], 2), num_cell(r["approx_kl"], 4)] for r in rows],
+                  "Mean over seeds [95% Student-t band]. Final reward: exact expected reward after the last update; "
+                  "P(best): share of contexts whose best tokens end with more than half the probability; mean reward: "
+                  "expected reward averaged over all updates (learning speed). BAPO − rule: paired by seed, p "
+                  "Holm-adjusted over the whole table (every endpoint, rule and cell). Bounds and KL: means over "
+                  "updates.")
+    regime = pooled_regime(rows)
+    return dict(config=note, seeds=len(rows[0]["seed_ids"]), source="computed now (toy_rl.bandit.comparison.compare)",
+                runner=f"toy-rl bandit --compare --seeds {len(rows[0]['seed_ids'])}" + (" --smoke" if smoke else ""),
+                figures=figs, table=table,
+                verdicts=[regime.describe() if regime else "regime not measured", *comparison_verdicts(rows)],
+                notes=["Verdicts: toy_rl.bandit.comparison.comparison_verdicts, as notebook 02 prints them (section 8): "
+                       "every part is a t-test paired by seed, Holm-corrected across both claims, every cell and all "
+                       "three endpoints; a part counts at p_holm < 0.05, for or against the claim.",
+                       "Claims 1-4 (staleness and entropy, who dominates the batch, the bounds, ρ near ρ0) are judged "
+                       "in notebooks 01-03, on the one-token balanced control and on fixed-bound ablations."])
 
 
 # === rung 2 =======================================================================================
 
 def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
-    from ..arithmetic.sweep import scenario_names
-    from ..arithmetic.verdicts import claim_verdicts
-    from ..arithmetic.views import rule_bands, scenario_bands
-    from ..experiments import summarize
-    ks = (0, 2) if smoke else (0, 2, 4, 8)
-    seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
-    results, source, note = arithmetic_runs(runs, "add", ks, seeds=seeds, steps=steps, smoke=smoke,
-                                            progress=progress)
-    scenarios = scenario_names(ks)
-    stale = scenarios[1:]
-    focus = "reuse-4" if "reuse-4" in stale else stale[-1]
-    rows = summarize(results)
-    figs = [("scenarios", scenario_bands(results, "symmetric", scenarios)[0],
-             "The symmetric rule on-policy and at every staleness: held-out accuracy, sampled reward, entropy, "
-             "gradient norm, clip fraction, KL; mean and 95% band over seeds."),
-            ("rules", rule_bands(results, focus)[0],
-             f"The three rules at {focus}: accuracy, reward, entropy, ρ, bounds, clip fractions, gradient norm; mean "
-             "and 95% band over seeds.")]
-    table = Table(["scenario", "rule", "seeds", "start acc", "final acc", "p vs symmetric", "entropy", "ρ", "c_low",
-                   "c_high", "clip low", "clip high", "grad norm"],
-                  [[r["scenario"], r["rule"], str(r["seeds"]), num_cell(r["start_accuracy"]),
+    from ..arithmetic.comparison import comparison_verdicts, gate_line
+    from ..arithmetic.views import comparison_view
+    result, source, note = arithmetic_comparison(runs, seeds, steps, smoke=smoke, progress=progress)
+    figs = [("comparison", comparison_view(result)[0],
+             "Left: greedy held-out accuracy of the three rules (solid) and three fixed controls (dashed), mean and 95% "
+             "band over seeds. Middle: BAPO's bounds per update. Right: BAPO minus each rule on the primary endpoint "
+             "(accuracy averaged over training), paired 95% interval by seed, filled where p_holm < 0.05.")]
+
+    def diff(r, name):
+        return num_cell(r.get(f"diff_{name}")), p_cell(r.get(f"p_holm_{name}"))
+    table = Table(["rule", "seeds", "start acc", "auc acc", "final acc", "BAPO − rule (auc)", "p_holm", "BAPO − rule "
+                   "(final)", "p_holm", "c_low", "c_high", "clip low", "clip high", "KL"],
+                  [[r["rule"], str(r["seeds"]), num_cell(r["start_accuracy"]),
+                    band_cell(r["auc_accuracy"], r["auc_accuracy_lo"], r["auc_accuracy_hi"]),
                     band_cell(r["final_accuracy"], r["final_accuracy_lo"], r["final_accuracy_hi"]),
-                    p_cell(r.get("p_vs_symmetric")), num_cell(r["entropy"]), num_cell(r["rho"], 2),
-                    num_cell(r["c_low"], 2), num_cell(r["c_high"], 2), num_cell(r["clip_frac_low"]),
-                    num_cell(r["clip_frac_high"]), num_cell(r["grad_norm"], 2)] for r in rows],
-                  "Final acc: greedy held-out accuracy after the last update, mean over seeds [95% Student-t band]; "
-                  "p: paired t-test by seed against symmetric in the same scenario (toy_rl.experiments.summarize). "
-                  "Other columns: means over updates and seeds.")
-    return dict(config="task add; " + note, seeds=seeds, source=source,
-                runner=(f"toy-rl arithmetic --task add --rule all --staleness {' '.join(map(str, ks))} --seeds {seeds}"
-                        + (f" --steps {steps}" if steps else "") + " --threads 1"),
-                figures=figs, table=table, verdicts=claim_verdicts(results, stale),
-                notes=["Verdicts: toy_rl.arithmetic.verdicts.claim_verdicts, as notebook 04 prints them: every part "
-                       "of a claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts "
-                       "at p_holm < 0.05, for or against the claim); a verdict about BAPO states its regime."])
+                    *diff(r, "auc_accuracy"), *diff(r, "final_accuracy"), num_cell(r["c_low"], 2),
+                    num_cell(r["c_high"], 2), num_cell(r["clip_frac_low"]), num_cell(r["clip_frac_high"]),
+                    num_cell(r["approx_kl"], 4)] for r in result["rows"]],
+                  "auc acc: greedy held-out accuracy averaged over training (the primary endpoint), final acc: after the "
+                  "last update; mean over seeds [95% Student-t band]. BAPO − rule: paired by seed, p Holm-adjusted over "
+                  "the whole table (both endpoints, every rule). Other columns: means over updates and seeds.")
+    need = result["seeds_for_3_points"]
+    return dict(config=note, seeds=len(result["seeds"]), source=source,
+                runner=f"toy-rl arithmetic --compare {result['preset'].removesuffix('-smoke')} --seeds "
+                       f"{len(result['seeds'])} --workers 2" + (" --smoke" if smoke else ""),
+                figures=figs, table=table, verdicts=[gate_line(result), *comparison_verdicts(result)],
+                notes=["Verdicts: toy_rl.arithmetic.comparison.comparison_verdicts, as notebook 04 prints them (section "
+                       "11): every part is a t-test paired by seed, Holm-corrected across both claims and both "
+                       "endpoints; a part counts at p_holm < 0.05, for or against the claim.",
+                       "The balanced control (2-digit addition, λ ≈ 1, where BAPO runs as fixed [0.6, 1.2]) is "
+                       "notebook 04, sections 0-10.",
+                       *([f"Seeds a paired test needs to see 3 points of the primary endpoint at the scatter measured "
+                          f"here (80% power): {need}."] if need else [])])
 
 
 # === rung 3 =======================================================================================

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from ..arithmetic import DEFAULTS as RUNG2
@@ -43,6 +44,29 @@ def bandit_note(cfg: BanditConfig, seeds: int) -> str:
             f"{cfg.steps} updates, η={cfg.lr}, {cfg.pg} PG, staleness by {cfg.mode}; {seeds} seeds")
 
 
+# rung 1's default comparison (toy_rl.bandit.comparison on its default preset): README "What rung 1 finds"
+BANDIT_COMPARE = dict(seeds=20, steps=None)             # steps None: the preset's 300 updates
+BANDIT_COMPARE_SMOKE = dict(seeds=3, steps=40)
+
+
+def bandit_comparison(seeds: int | None = None, steps: int | None = None, smoke: bool = False,
+                      progress: bool = True) -> tuple[list, BanditConfig, str]:
+    """Rung 1's default comparison (:func:`toy_rl.bandit.comparison.compare` on the default preset, every cell,
+    the three rules and the controls; minutes, always run now): (rows, config, a note on what ran)."""
+    from ..bandit.comparison import CELLS, cell_name, compare
+    from ..bandit.presets import DEFAULT, get_preset
+    c = BANDIT_COMPARE_SMOKE if smoke else BANDIT_COMPARE
+    seeds, steps = seeds or c["seeds"], steps or c["steps"]
+    cfg = get_preset(DEFAULT)
+    cfg = replace(cfg, steps=steps or cfg.steps)
+    rows = compare(cfg, seeds=range(seeds), progress=progress)
+    cells = ", ".join(cell_name(dict(mode=m, staleness=k)) for m, k in CELLS)
+    note = (f"preset {DEFAULT}: {cfg.preset} rewards, K={cfg.n_tokens} tokens, S={cfg.n_contexts} contexts, "
+            f"G={cfg.group_size}, answers of {cfg.answer_len} tokens when right and {cfg.wrong_len} when wrong, "
+            f"η={cfg.lr}, {cfg.pg} PG, {cfg.steps} updates; cells {cells}; {seeds} seeds")
+    return rows, cfg, ("SMOKE (fewer seeds and updates; not a result): " if smoke else "") + note
+
+
 # --- rung 2 ------------------------------------------------------------------------------------------
 
 RUNG2_SEEDS = 5        # the logged sweep of the README ("What rung 2 finds")
@@ -59,6 +83,32 @@ def runs_root(runs, smoke: bool):
         return
     with tempfile.TemporaryDirectory(prefix="toy_rl_smoke_") as tmp:
         yield Path(tmp)
+
+
+COMPARE_SEEDS = 10      # rung 2's default comparison (toy_rl.arithmetic.comparison): README "What rung 2 finds"
+COMPARE_SMOKE_SEEDS = 2
+
+
+def arithmetic_comparison(runs, seeds: int | None = None, steps: int | None = None, smoke: bool = False,
+                          progress: bool = True) -> tuple[dict, str, str]:
+    """Rung 2's default comparison (:func:`toy_rl.arithmetic.comparison.compare` on the default preset) under
+    ``<runs>/compare``: finished runs are read back, missing ones run (about an hour on a free 2-core CPU for the
+    full one). Smoke: the preset shrunk by :func:`~toy_rl.arithmetic.presets.smoke_preset`. Returns (result,
+    source line, config note)."""
+    from ..arithmetic.comparison import compare
+    from ..arithmetic.presets import DEFAULT, get_preset, smoke_preset
+    preset = smoke_preset(DEFAULT) if smoke else get_preset(DEFAULT)
+    seeds = seeds or (COMPARE_SMOKE_SEEDS if smoke else COMPARE_SEEDS)
+    out = Path(runs) / "compare"
+    result = compare(preset, range(seeds), steps=steps, out=out, progress=progress)
+    rl = preset.rl
+    note = (f"preset {preset.name}: task {preset.task}, {rl.get('mode')} {rl.get('staleness')}, lr {rl.get('lr')}, "
+            f"{rl.get('prompts')} prompts × {rl.get('group_size')} answers, budget {rl.get('max_new_tokens')} tokens, "
+            f"temperature {rl.get('temperature')}, {result['steps']} updates, {seeds} seeds, held-out "
+            f"{rl.get('eval_size')} problems")
+    if smoke:
+        note = "SMOKE (tiny warm start, a few updates; not a result): " + note
+    return result, f"toy_rl.arithmetic.comparison.compare under {out / preset.name} (finished runs read back)", note
 
 
 def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: int | None = None,

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ...experiments import curve
 from ...experiments.controls import MEAN_BOUNDS
 from ...experiments.pilot import records_array
-from ...plotting import band, colour_of
+from ...plotting import band, colour_of, paired_differences
 
 CURVES = ("symmetric", "clip-higher", "bapo", "fixed[0.6,1.2]", MEAN_BOUNDS, "fixed[0.8,2.0]")
 
@@ -41,19 +41,8 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy")
             ax_bounds.text(0, value, text, fontsize=7, color="0.4", va="bottom")
         ax_bounds.set(xlabel="update", ylabel="bound (mean of 5 updates)", title="BAPO's bounds, per update")
         ax_bounds.legend(fontsize=8)
-    tested = [r for r in rows if f"diff_{endpoint}" in r and np.isfinite(r[f"diff_{endpoint}"])]
-    y = np.arange(len(tested))
-    for k, r in enumerate(tested):
-        d, lo, hi = r[f"diff_{endpoint}"], r[f"diff_{endpoint}_lo"], r[f"diff_{endpoint}_hi"]
-        significant = r[f"p_holm_{endpoint}"] < 0.05
-        colour = colour_of(r["rule"], k)
-        ax_diff.plot([lo, hi], [k, k], color=colour, lw=2)
-        ax_diff.plot([d], [k], "o", color=colour, mfc=colour if significant else "white", ms=7)
-    ax_diff.axvline(0, color="0.3", lw=0.8)
-    ax_diff.set_yticks(y, [r["rule"] for r in tested], fontsize=8)
-    ax_diff.invert_yaxis()
-    ax_diff.set(xlabel="BAPO − rule, accuracy averaged over training",
-                title="paired by seed, 95% interval (filled: p_holm < 0.05)")
+    paired_differences(ax_diff, rows, endpoint, "BAPO − rule, accuracy averaged over training")
+    ax_diff.set(title="paired by seed, 95% interval (filled: p_holm < 0.05)")
     gate = result.get("gate") or {}
     fig.suptitle(f"Rung 2, preset {result['preset']!r}: {len(result['seeds'])} seeds × {result['steps']} updates; "
                  f"regime {gate.get('regime', 'not measured')}", fontsize=11)
