@@ -36,7 +36,8 @@ def test_smoke_figures_are_small_pngs_with_captions(smoke_figures):
     assert all(f"]({name}.png)" in index for name in FAST)
     # the rung-2 figures ran the runner into the smoke runs folder, with the smoke config named as such
     assert "SMOKE" in captions["04-arithmetic-rules"]["config"]
-    assert (out / "runs" / "arithmetic-add-smoke" / "reuse-4" / "bapo").is_dir()
+    assert (out / "runs" / "compare" / "long-failures-smoke" / "lag-8" / "bapo").is_dir()
+    assert all("Regime" in captions[name]["what"] for name in ("02-bandit-rules", "04-arithmetic-rules"))
 
 
 def test_only_redraws_some_and_keeps_the_others(smoke_figures, tmp_path):

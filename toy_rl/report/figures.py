@@ -23,11 +23,12 @@ from typing import Callable
 from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
+from ..experiments.controls import MEAN_BOUNDS
 from ..threads import single_thread
 from .machine import describe_machine, utc_now
 from .png import png_bytes
-from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_runs, bandit_note, bandit_runs, llm_missing,
-                   lora_runs, runs_root)
+from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_comparison, arithmetic_runs, bandit_comparison,
+                   bandit_note, llm_missing, lora_runs, runs_root)
 
 DOCS_FIGURES = Path("docs/figures")
 SMOKE_OUT = Path("runs/figures-smoke")        # the command's default for --smoke (runs/ is not committed)
@@ -84,18 +85,27 @@ def _entropy_rule(smoke: bool, runs: Path, progress: bool, model=None):
         source="computed now")
 
 
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _bandit_rules(smoke: bool, runs: Path, progress: bool, model=None):
-    from ..bandit.views import rule_bands
-    c = RUNG1_SMOKE if smoke else RUNG1
-    results, cfg = bandit_runs((FOCUS,), c["seeds"], c["steps"], progress=progress)
-    fig, means = rule_bands(results, FOCUS)
+    from ..bandit.comparison import pooled_regime
+    from ..bandit.views import comparison_view
+    rows, cfg, note = bandit_comparison(smoke=smoke, progress=progress)
+    fig, _ = comparison_view(rows, "mean_reward")
+    mean = {(r["mode"], r["staleness"], r["rule"]): r["mean_reward"] for r in rows}
+    at = [(m, k) for m, k in (("reuse", 4), ("lag", 4)) if (m, k, "bapo") in mean]
+    regime = pooled_regime(rows)
     return fig, dict(
-        what=(f"The three rules on the bandit at staleness {FOCUS} (reuse: one batch serves {FOCUS + 1} updates), "
-              "mean and 95% band over seeds. Mean expected reward over updates: "
-              + ", ".join(f"{r} {m['expected_reward']:.3f}" for r, m in means.items())
-              + f"; BAPO's bounds average [{means['bapo']['c_low']:.2f}, {means['bapo']['c_high']:.2f}]"),
-        config=bandit_note(cfg, c["seeds"]) + f", staleness {FOCUS}",
-        source="computed now (toy_rl.bandit.sweep)")
+        what=("Rung 1's default comparison: BAPO minus each rule and control on the expected reward averaged over "
+              "training, per cell, paired 95% interval by seed (filled: p_holm < 0.05, Holm over the whole table). "
+              + (_sentence(regime.describe()) + ". " if regime else "")
+              + "Mean reward at staleness 4: " + "; ".join(
+                  f"{'epoch reuse' if m == 'reuse' else m} — " + ", ".join(
+                      f"{r} {mean[m, k, r]:.3f}" for r in ("symmetric", "clip-higher", "bapo", "fixed[0.8,2.0]",
+                                                          MEAN_BOUNDS) if (m, k, r) in mean) for m, k in at)),
+        config=note, source="computed now (toy_rl.bandit.comparison.compare)")
 
 
 def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
@@ -106,9 +116,13 @@ def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
     cfg = BanditConfig(steps=c["steps"], staleness=FOCUS)     # one symmetric run, its batches replayed
     run = simulate(cfg, "symmetric", range(c["seeds"]), keep_logits=True)
     fig, curves = rho_bound_figure(replay_batches(run), rho0=0.4)
-    low = {k: curves.get(("c_low", k, "ρ below target")) for k in ("grad", "all")}
-    moved = "; ".join(f"count={k!r}: c_low 0.6 → 0.9 moves ρ {v[0]:.3f} → {v[-1]:.3f}"
-                      for k, v in low.items() if v is not None)
+    subset = "ρ below target"
+    low = {k: curves.get(("c_low", k, subset)) for k in ("grad", "all")}
+    n, total = curves["batches"].get(subset, 0), curves["batches"].get("all batches", 0)
+    moved = (f"Mean over the {n:,} of {total:,} batches whose gradient-carrying ρ starts below ρ0 = 0.4 (the ones "
+             "BAPO's search acts on; dotted: all batches): "
+             + "; ".join(f"count={k!r}: c_low 0.6 → 0.9 moves ρ {v[0]:.3f} → {v[-1]:.3f}"
+                         for k, v in low.items() if v is not None))
     return fig, dict(
         what=("What BAPO's ρ counts decides what its bounds do: ρ against c_low (left) and c_high (right) on the "
               "batches of a stale symmetric run, counting only gradient-carrying tokens (green, BAPO's default) or "
@@ -117,16 +131,33 @@ def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
         source="computed now (toy_rl.bandit.simulate + toy_rl.bandit.views.replay_batches)")
 
 
+def _regime(results: dict, scenario: str) -> str:
+    """' BAPO's regime: …' of the BAPO runs of ``scenario`` in a sweep's {(scenario, rule): [records]}, for a
+    caption (in a balanced regime BAPO ran as the fixed rule [0.6, 1.2], and the caption says so)."""
+    from ..experiments.pilot import records_array
+    from ..verdicts import regime_of
+    bapo = results.get((scenario, "bapo"), [])
+    if not bapo:
+        return ""
+    regime = regime_of(*(records_array(bapo, key) for key in ("rho_before", "c_low", "c_high")))
+    fixed = " — BAPO ran as the fixed rule [0.6, 1.2] here" if regime.ran_as_fixed else ""
+    return f". BAPO's {regime.describe()}{fixed}"
+
+
 def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
-    from ..arithmetic.views import rule_bands
-    results, source, note = arithmetic_runs(runs, "add", (FOCUS,), smoke=smoke, progress=progress)
-    scenario = f"reuse-{FOCUS}"
-    fig, means = rule_bands(results, scenario)
+    from ..arithmetic.comparison import gate_line
+    from ..arithmetic.views import comparison_view
+    result, source, note = arithmetic_comparison(runs, smoke=smoke, progress=progress)
+    fig, final = comparison_view(result)
+    auc = {r["rule"]: r["auc_accuracy"] for r in result["rows"]}
     return fig, dict(
-        what=(f"Rung 2, the three rules on the warm-started 212k-parameter GPT ({scenario}: one rollout serves "
-              f"{FOCUS + 1} updates), 95% bands over seeds. Mean held-out accuracy over training: "
-              + ", ".join(f"{r} {m['accuracy']:.3f}" for r, m in means.items())),
-        config=f"task add, {scenario}; " + note, source=source)
+        what=("Rung 2's default comparison on the 211k-parameter GPT: greedy held-out accuracy of the three rules and "
+              "three fixed controls (95% bands over seeds), BAPO's bounds per update, and BAPO minus each rule on the "
+              "primary endpoint (accuracy averaged over training; paired 95% interval by seed, filled where "
+              "p_holm < 0.05). " + _sentence(gate_line(result)) + ". Accuracy averaged over training: "
+              + ", ".join(f"{r} {auc[r]:.3f}" for r in ("symmetric", "clip-higher", "bapo", "fixed[0.8,2.0]",
+                                                         MEAN_BOUNDS) if r in auc)),
+        config=note, source=source)
 
 
 def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
@@ -139,7 +170,7 @@ def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
         what=(f"Rung 2 under partial rollout: at most {PARTIAL_BUDGET} new tokens per answer per step, unfinished "
               "answers resumed by the next policy, so one answer mixes policy versions; the three rules, 95% bands "
               "over seeds. Mean held-out accuracy over training: "
-              + ", ".join(f"{r} {m['accuracy']:.3f}" for r, m in means.items())),
+              + ", ".join(f"{r} {m['accuracy']:.3f}" for r, m in means.items()) + _regime(results, scenario)),
         config=f"task scratchpad, {scenario}; " + note, source=source)
 
 
@@ -157,7 +188,8 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
         what=(f"Rung 3, LoRA RL on {'SmolLM2-135M-Instruct' if model is None else 'a test model'} (2-digit "
               f"addition, 3-shot prompt) at staleness {k}, the "
               "three rules (per-update metrics: mean of 5). Final held-out accuracy: "
-              + ", ".join(f"{r} {m['final_accuracy']:.2f}" for r, m in means.items())),
+              + ", ".join(f"{r} {m['final_accuracy']:.2f}" for r, m in means.items())
+              + _regime(results, f"reuse-{k}")),
         config=f"staleness {k} (reuse); " + note,
         source=f"toy_rl.experiments.sweep under {runs} (finished runs read back, missing ones run)")
 
@@ -165,9 +197,10 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
 FIGURES = {s.name: s for s in (
     FigureSpec("00-clipping", "00_clipping", "The clipped surrogate of each rule", _clipping),
     FigureSpec("01-entropy-rule", "01_entropy_clip_rule", "The Entropy-Clip Rule on 10,000 softmaxes", _entropy_rule),
-    FigureSpec("02-bandit-rules", "02_off_policy_bandit", "Three rules on the bandit under staleness", _bandit_rules),
+    FigureSpec("02-bandit-rules", "02_off_policy_bandit", "The default bandit comparison, where negatives dominate",
+               _bandit_rules),
     FigureSpec("03-bapo-balance", "03_bapo_balance", "What ρ counts decides where the bounds go", _bapo_balance),
-    FigureSpec("04-arithmetic-rules", "04_arithmetic_transformer", "Three rules on a small transformer",
+    FigureSpec("04-arithmetic-rules", "04_arithmetic_transformer", "The default comparison on a small transformer",
                _arithmetic_rules),
     FigureSpec("05-partial-rollout", "05_partial_rollout", "Three rules under partial rollout", _partial_rollout),
     FigureSpec("06-lora-rules", "06_lora_real_lm", "Three rules on SmolLM2-135M with LoRA", _lora_rules),

@@ -95,11 +95,12 @@ def arithmetic_comparison(runs, seeds: int | None = None, steps: int | None = No
     ``<runs>/compare``: finished runs are read back, missing ones run (about an hour on a free 2-core CPU for the
     full one). Smoke: the preset shrunk by :func:`~toy_rl.arithmetic.presets.smoke_preset`. Returns (result,
     source line, config note)."""
-    from ..arithmetic.comparison import compare
+    from ..arithmetic.comparison import compare, is_complete
     from ..arithmetic.presets import DEFAULT, get_preset, smoke_preset
     preset = smoke_preset(DEFAULT) if smoke else get_preset(DEFAULT)
     seeds = seeds or (COMPARE_SMOKE_SEEDS if smoke else COMPARE_SEEDS)
     out = Path(runs) / "compare"
+    done = steps is None and is_complete(preset, range(seeds), out)
     result = compare(preset, range(seeds), steps=steps, out=out, progress=progress)
     rl = preset.rl
     note = (f"preset {preset.name}: task {preset.task}, {rl.get('mode')} {rl.get('staleness')}, lr {rl.get('lr')}, "
@@ -108,7 +109,10 @@ def arithmetic_comparison(runs, seeds: int | None = None, steps: int | None = No
             f"{rl.get('eval_size')} problems")
     if smoke:
         note = "SMOKE (tiny warm start, a few updates; not a result): " + note
-    return result, f"toy_rl.arithmetic.comparison.compare under {out / preset.name} (finished runs read back)", note
+    source = (f"loaded from {out / preset.name} (every run finished; toy_rl.arithmetic.comparison.compare)" if done
+              else f"toy_rl.arithmetic.comparison.compare under {out / preset.name} (finished runs read back, the "
+                   "others run now)")
+    return result, source, note
 
 
 def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: int | None = None,

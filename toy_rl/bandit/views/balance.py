@@ -54,11 +54,12 @@ def rho_bound_figure(batches: Replayed, lows=None, highs=None, fixed_low: float 
                      rho0: float = 0.4):
     """ρ against c_low (c_high fixed) and against c_high (c_low fixed), counting gradient-carrying tokens vs all
     tokens, over the batches BAPO()'s search acts on (solid) and over all batches (dotted)
-    (:func:`toy_rl.bandit.replay.rho_bound_curves`). Returns (figure, {(which, count, subset): mean ρ curve})."""
+    (:func:`toy_rl.bandit.replay.rho_bound_curves`). Returns (figure, {(which, count, subset): mean ρ curve,
+    "batches": {subset: how many batches}})."""
     curves = rho_bound_curves(batches, lows, highs, fixed_low, fixed_high, rho0)
     fig = Figure(figsize=(12, 4), layout="constrained")
     axes = fig.subplots(1, 2)
-    out = {key: v for key, v in curves.items() if isinstance(key, tuple)}
+    out = {key: v for key, v in curves.items() if isinstance(key, tuple)} | {"batches": curves["batches"]}
     for ax, which in zip(axes, ("c_low", "c_high")):
         values = curves["grid"][which]
         for count, colour in (("grad", "tab:green"), ("all", "tab:red")):
