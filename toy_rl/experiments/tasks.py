@@ -3,6 +3,7 @@
     make_task("bandit", "rare-correct")     rung 1: a reward preset of the tabular bandit (toy_rl.bandit.rewards)
     make_task("arithmetic", "add")          rung 2: 2-digit + and - for the character-level GPT, "47+28=" -> "75"
     make_task("lm", "add")                  rungs 3-4: 2-digit addition asked of a pretrained LM with a 3-shot prompt
+    make_task("lm", "search")               rungs 3-4: find a pair summing to a target, trying pairs aloud (long failures)
     make_task("lm", "gsm8k.jsonl")          rungs 3-4: question/answer pairs from a local GSM8K-format file
 
 Rung 2's "add" and rung 3's "add" are different tasks (different prompts, answers and tokenizers), so a name
@@ -24,6 +25,8 @@ LM_TASKS = {
     "sub": dict(digits=2, op="-"),
     "mul": dict(digits=2, op="*", digits2=1),  # 2-digit x 1-digit: ~0.15
 }
+# Rungs 3-4: SearchTask settings (toy_rl.lm.tasks): failed answers run on until the budget (λ > 1).
+LM_SEARCH_TASKS = {"search": dict()}
 
 
 def check_rung(rung: str) -> str:
@@ -40,7 +43,7 @@ def task_names(rung: str) -> tuple[str, ...]:
     if rung == "arithmetic":
         from ..arithmetic.tasks import TASKS
         return tuple(TASKS)
-    return tuple(LM_TASKS)
+    return tuple(LM_TASKS) + tuple(LM_SEARCH_TASKS)
 
 
 def make_task(rung: str, task="add", prompt_format: str | None = None, **params):
@@ -63,7 +66,7 @@ def make_task(rung: str, task="add", prompt_format: str | None = None, **params)
 
 
 def _lm_task(task, prompt_format, params):
-    from ..lm.tasks import ArithmeticTask, GSM8KTask
+    from ..lm.tasks import ArithmeticTask, GSM8KTask, SearchTask
     extra = {} if prompt_format is None else {"prompt_format": prompt_format}
     if not isinstance(task, str):
         if prompt_format is not None and getattr(task, "prompt_format", None) != prompt_format:
@@ -71,9 +74,11 @@ def _lm_task(task, prompt_format, params):
         return task
     if task in LM_TASKS:
         return ArithmeticTask(**{**LM_TASKS[task], **params, **extra})
+    if task in LM_SEARCH_TASKS:
+        return SearchTask(**{**LM_SEARCH_TASKS[task], **params, **extra})
     if task.endswith(".jsonl"):
         return GSM8KTask(task, **params, **extra)
-    raise ValueError(f"unknown task {task!r} for rungs 3-4; choose from {', '.join(LM_TASKS)} or a path to a "
+    raise ValueError(f"unknown task {task!r} for rungs 3-4; choose from {', '.join(task_names('lm'))} or a path to a "
                      "GSM8K-format .jsonl file")
 
 
@@ -96,4 +101,8 @@ def task_label(rung: str, task) -> str:
                 return name + ("-chat" if task.prompt_format == "chat" else "")
         if isinstance(task, GSM8KTask):
             return "gsm8k-" + Path(task.path).stem
+        from ..lm.tasks import SearchTask
+        for name, fields in LM_SEARCH_TASKS.items():
+            if task == SearchTask(**fields):
+                return name
     return slug(getattr(task, "name", type(task).__name__))

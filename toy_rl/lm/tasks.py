@@ -2,6 +2,8 @@
 
 * :class:`ArithmeticTask`: problems generated in code (default: 2-digit
   addition), asked with a plain few-shot prompt (or as a chat question).
+* :class:`SearchTask`: find two numbers that sum to a target, trying pairs aloud: failed answers run on
+  until the budget, right ones stop at the hit (the long-failure setting, docs/protocol.md §1).
 * :class:`GSM8KTask`: question/answer pairs from a local JSONL file in GSM8K's
   format, for users who bring their own data (nothing is downloaded).
 
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 from ..arithmetic.tasks.base import HELDOUT_POOL, HELDOUT_SEED, Problem, Task, as_rng
-from .prompts import extract_final_number, extract_int, few_shot_prompt
+from .prompts import IM_END, extract_final_number, extract_int, few_shot_prompt
 
 FORMATS = ("plain", "chat")
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
@@ -135,6 +137,85 @@ class ArithmeticTask(Task):
 
     def supervised_target(self, problem: Problem) -> str:
         return f" {problem.answer}"
+
+
+# --------------------------------------------------------------------------------------- search (long failures)
+
+@dataclass(frozen=True)
+class SearchTask(Task):
+    """Rung 3's task where failed answers run on: find two of the given numbers that sum to the target,
+    trying pairs aloud until one does (rung 2's task "search", :mod:`toy_rl.arithmetic.tasks.search`, asked of
+    a pretrained LM with ``shots`` worked examples, one per line)::
+
+        sum 11 from 7 4 9 3 5 8: 7+9=16 4+3=7 3+8=11
+        ...
+        sum 13 from 6 2 9 4 8 5:
+
+    A right answer stops at the hit and the newline; a model that cannot find the pair keeps trying until
+    ``max_new_tokens`` runs out, so wrong answers are longer than right ones and negative tokens dominate a
+    token-mean loss (λ > 1; docs/protocol.md §1), as in the paper's long reasoning traces. Reward: rung 2's
+    (the last try on the first line reads ``a+b=s`` with a and b among the given numbers and a + b = s = the
+    target). ``max_number`` sets how hard the sums are.
+
+    Not yet a comparison setting: RL needs groups with some right answers, and no setting measured so far
+    gives SmolLM2-135M-Instruct the 10-30 % base accuracy a comparison needs (greedy, 48 held-out problems,
+    budget 96 tokens, this 2-core CPU): 3 shots, 6 numbers up to 9: 0 % right, wrong answers 11.5 tokens (it
+    stops after a miss; 0 % and 12.3 tokens sampled at temperature 1); 3 shots, numbers up to 30: 2.1 %,
+    right answers 10 tokens, wrong 33.7 (a length ratio of 3.4: the long failures are there); 8 shots, 4
+    numbers up to 9: 0 %, wrong answers 61 tokens (it finds the pair, then keeps trying, and an answer that
+    does not end at its hit scores 0).
+    """
+    name: ClassVar[str] = "lm-search"
+    answer_format: ClassVar[str] = "tries 'a+b=sum' separated by spaces, the last reaching the target, then a newline"
+    n_numbers: int = 6
+    max_number: int = 9
+    shots: int = 3
+    max_new_tokens: int = 96
+    prompt_format: str = "plain"
+
+    def __post_init__(self):
+        if self.prompt_format != "plain":
+            raise ValueError(f"the search task is asked with a plain few-shot prompt; got prompt_format="
+                             f"{self.prompt_format!r}")
+        if isinstance(self.shots, bool) or not isinstance(self.shots, int) or not 1 <= self.shots <= 20:
+            raise ValueError(f"shots (worked examples in the prompt) must be an integer in 1..20; got {self.shots!r}")
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 8:
+            raise ValueError(f"max_new_tokens must be an integer >= 8; got {self.max_new_tokens!r}")
+        self._inner                                   # n_numbers and max_number checked by rung 2's task
+
+    @cached_property
+    def _inner(self):
+        from ..arithmetic.tasks.search import SearchTask as Rung2Search
+        return Rung2Search(n_numbers=self.n_numbers, max_number=self.max_number)
+
+    @property
+    def max_answer_chars(self) -> int:
+        return self._inner.max_answer_chars
+
+    @cached_property
+    def examples(self) -> tuple[tuple[str, str], ...]:
+        """The fixed worked examples: ((question, trace), ...), traces as rung 2's supervised target."""
+        rng, out = random.Random(SHOTS_SEED), []
+        while len(out) < self.shots:
+            p = self._inner.generate(rng)
+            if p.prompt not in (q for q, _ in out):
+                out.append((p.prompt, self._inner.supervised_target(p)))
+        return tuple(out)
+
+    def generate(self, rng: random.Random) -> Problem:
+        shots = {q for q, _ in self.examples}
+        while True:
+            p = self._inner.generate(rng)
+            if p.prompt not in shots:
+                return Problem(few_shot_prompt(self.examples, p.prompt), p.answer)
+
+    def reward(self, problem: Problem, completion: str) -> float:
+        question = problem.prompt.rsplit("\n", 1)[-1]
+        first_line = completion.split("\n", 1)[0].split(IM_END, 1)[0]
+        return self._inner.reward(Problem(question, problem.answer), first_line)
+
+    def supervised_target(self, problem: Problem) -> str:
+        return " " + self._inner.supervised_target(Problem(problem.prompt.rsplit("\n", 1)[-1], problem.answer))
 
 
 # --------------------------------------------------------------------------------------- GSM8K JSONL
