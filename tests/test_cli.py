@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from toy_rl.cli import build_parser, main
 
 
@@ -30,12 +32,20 @@ def test_tour_prints_and_saves_rows(tmp_path, capsys):
     assert len({round(r["loss"], 12) for r in on_policy}) == 1          # the rules coincide on-policy
     stale = [r for r in rows if r["drift"] == max(x["drift"] for x in rows)]
     assert all(r["clip_frac_low"] > 0 for r in stale)
+    # on-policy nothing is clipped, so BAPO's wider bounds cannot raise ρ (0.376 < ρ0): it runs to its caps
+    # without reaching its target, and the row says so; the fixed rules have no target
+    bapo0 = next(r for r in on_policy if r["rule"] == "bapo")
+    assert bapo0["reached"] is False and bapo0["rho"] < 0.4
+    assert (bapo0["c_low"], bapo0["c_high"]) == pytest.approx((0.9, 3.0))
+    assert all(r["reached"] is None for r in rows if r["rule"] != "bapo")
+    assert any(r["reached"] for r in stale if r["rule"] == "bapo")
 
 
 def test_tour_table_and_plot(tmp_path):
     out = _run("tour", "--out", str(tmp_path), "--drift", "0", "0.5")
     assert out.returncode == 0, out.stderr
-    assert "clip_frac_low" in out.stdout and "bapo" in out.stdout
+    assert "clip_frac_low" in out.stdout and "bapo" in out.stdout and "ρ0 reached" in out.stdout
+    assert "ρ0 reached = no: BAPO's search ran to the end of its path" in out.stdout
     assert (tmp_path / "tour.png").stat().st_size > 10_000
     assert (tmp_path / "table.txt").read_text().strip() in out.stdout
 

@@ -5,7 +5,10 @@ synthetic GRPO batch (:func:`toy_rl.synthetic.stale_batch`), runs
 ``policy_loss`` with every rule, and records what a learner should look at:
 the bounds, ρ (positives' share of the loss), the sign-aware clip fractions
 and the loss. Drift 0 comes first: on-policy, r ≡ 1, every clip fraction is 0
-and the three rules agree.
+and the three rules agree on the loss. BAPO may still move its bounds there (the
+synthetic batch's wrong answers are longer: ρ = 1/(1 + λ) < ρ0, docs/protocol.md
+§1) without reaching ρ0, since nothing is clipped for wider bounds to give back:
+``reached`` says so, row by row.
 """
 from __future__ import annotations
 
@@ -31,39 +34,60 @@ def run_tour(drifts=DRIFTS, rules: dict | None = None, seed: int = 0, **batch_kw
         b = stale_batch(drift=drift, seed=seed, **batch_kwargs)
         for name, rule in rules.items():
             _, stats = policy_loss(b.logp, b.old_logp, b.advantages, b.mask, rule)
-            rows.append({"drift": drift, "rule": name, **{k: stats[k] for k in COLUMNS}})
+            reached = stats.get("rho_reached")            # BAPO only: did the search reach ρ0?
+            rows.append({"drift": drift, "rule": name, **{k: stats[k] for k in COLUMNS},
+                         "reached": None if reached is None else bool(reached)})
     return rows
 
 
 def format_table(rows: list[dict]) -> str:
-    head = f"{'drift':>5}  {'rule':<11}" + "".join(f"{c:>15}" for c in COLUMNS)
+    """The rows as text; ``ρ0 reached`` is "no" where BAPO's search ran to the end of its path without reaching
+    its target (its bounds are then the caps, not a balance), "–" for the fixed rules."""
+    head = f"{'drift':>5}  {'rule':<11}" + "".join(f"{c:>15}" for c in COLUMNS) + f"{'ρ0 reached':>12}"
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['drift']:>5.2f}  {r['rule']:<11}" + "".join(f"{r[c]:>15.4f}" for c in COLUMNS))
+        reached = {None: "–", True: "yes", False: "no"}[r.get("reached")]
+        lines.append(f"{r['drift']:>5.2f}  {r['rule']:<11}" + "".join(f"{r[c]:>15.4f}" for c in COLUMNS)
+                     + f"{reached:>12}")
+    if any(r.get("reached") is False for r in rows):
+        lines.append("ρ0 reached = no: BAPO's search ran to the end of its path (c_high 3.0, c_low 0.9) with ρ still "
+                     "below its target")
     return "\n".join(lines)
 
 
+STYLES = {"symmetric": dict(ls="-", marker="o", ms=7), "clip-higher": dict(ls="--", marker="s", ms=5),
+          "bapo": dict(ls="-", marker="^", ms=6)}      # distinct markers: symmetric's c_low lies under clip-higher's
+
+
 def plot_tour(rows: list[dict], path: Path) -> None:
-    """Three panels against drift: c_high, ρ, and the clip fractions, one line per rule."""
+    """Four panels against drift, one line per rule: c_low, c_high, ρ (with BAPO's target), tokens clipped.
+    A BAPO point that did not reach ρ0 is drawn hollow."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rules = list(dict.fromkeys(r["rule"] for r in rows))
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    for rule in rules:
+    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8))
+    panels = (("c_low", "c_low (lower ratio bound)"), ("c_high", "c_high (upper ratio bound)"),
+              ("rho", "ρ: positive share of the loss"), ("clipped", "share of tokens clipped"))
+    for i, rule in enumerate(rules):
         rs = [r for r in rows if r["rule"] == rule]
         x = [r["drift"] for r in rs]
-        axes[0].plot(x, [r["c_high"] for r in rs], "o-", label=rule)
-        axes[0].plot(x, [r["c_low"] for r in rs], "o--", color=axes[0].lines[-1].get_color())
-        axes[1].plot(x, [r["rho"] for r in rs], "o-", label=rule)
-        axes[2].plot(x, [r["clip_frac_low"] + r["clip_frac_high"] for r in rs], "o-", label=rule)
-    axes[1].axhline(BAPO().rho0, color="grey", lw=0.8, ls=":", label="BAPO target ρ0")
-    titles = ("bounds (solid c_high, dashed c_low)", "ρ = positive share of the loss", "tokens clipped (no gradient)")
-    for ax, title in zip(axes, titles):
-        ax.set_title(title, fontsize=10)
-        ax.set_xlabel("staleness: std of log r")
-    axes[1].legend(fontsize=8)
+        style = STYLES.get(rule, dict(ls="-", marker="o", ms=5))
+        for ax, (key, _) in zip(axes, panels):
+            y = [r["clip_frac_low"] + r["clip_frac_high"] if key == "clipped" else r[key] for r in rs]
+            line, = ax.plot(x, y, label=rule, color=f"C{i}", **style)
+            missed = [(xi, yi) for xi, yi, r in zip(x, y, rs) if r.get("reached") is False]
+            if missed:
+                ax.plot(*zip(*missed), ls="none", marker=style["marker"], ms=style["ms"] + 4, mfc="white",
+                        color=line.get_color(), label="BAPO: ρ0 not reached" if key == "rho" else None)
+    axes[2].axhline(BAPO().rho0, color="grey", lw=0.8, ls=":", label="BAPO target ρ0")
+    for ax, (_, ylabel) in zip(axes, panels):
+        ax.set(xlabel="staleness: std of log r", ylabel=ylabel)
+        ax.margins(y=0.15)
+    axes[2].legend(fontsize=8)
+    fig.suptitle("The three rules on the same synthetic GRPO batch, from on-policy (drift 0) to very stale",
+                 fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

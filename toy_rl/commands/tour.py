@@ -37,6 +37,8 @@ def run(args) -> int:
     print("  - drift 0: ratio = 1, nothing is clipped, the three rules give the same loss.")
     print("  - clip_frac_low/high: share of tokens with no gradient (r < c_low with A < 0 / r > c_high with A > 0).")
     print("  - rho: positive-advantage tokens' share of the loss; BAPO raises its bounds until rho >= 0.4")
-    print("    (rho_before is rho at its starting bounds [0.6, 1.2]).")
+    print("    (rho_before is rho at its starting bounds [0.6, 1.2]). Here wrong answers are longer than right ones,")
+    print("    so rho < 0.4 even on-policy; with nothing clipped there, wider bounds cannot raise it, and BAPO runs to")
+    print("    the end of its path (0.9, 3.0) without reaching its target: 'ρ0 reached' says no.")
     print("\nSaved: " + ", ".join(str(p) for p in paths))
     return 0
