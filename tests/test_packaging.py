@@ -5,12 +5,16 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# Extras the conda environment leaves out on purpose. "verl": the verl plug-in's loss path needs only
+# `pip install --no-deps verl==0.9.1` and a few modules (docs/scaling_out.md); the extra with its
+# dependencies pulls verl's training stack (ray[default], wandb, transformers<5.11, ...).
+NOT_IN_CONDA = {"verl"}
 
 
 def _pyproject_deps() -> dict:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     groups = {"core": project["dependencies"], **project["optional-dependencies"]}
-    return {name: sorted(deps) for name, deps in groups.items()}
+    return {name: sorted(deps) for name, deps in groups.items() if name not in NOT_IN_CONDA}
 
 
 def _conda_pip_lines() -> list[str]:

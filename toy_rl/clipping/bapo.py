@@ -14,6 +14,9 @@ only, neg on c_low only; see :mod:`toy_rl.clipping.balance`) and stops at the
 first point with ρ ≥ ρ0, or at the end of the path. Same answer as the loop
 (:meth:`BAPO.search_loop`, the loop written out), but no host–device
 synchronisation per step (the authors' code calls ``.item()`` at every step).
+The two halves are public: :meth:`BAPO.candidate_masses` (the masses at every
+candidate bound, plain sums over tokens, so shards of a batch can be added up,
+e.g. all-reduced over data-parallel ranks) and :meth:`BAPO.select` (the stop).
 
 Defaults (paper §5.1): ρ0 = 0.4, [a⁻, b⁻] = [0.6, 0.9], [a⁺, b⁺] = [1.2, 3.0],
 δ1 = 0.05 (upper), δ2 = 0.02 (lower), upper bound first, ρ as a share.
@@ -163,6 +166,48 @@ class BAPO:
             pts.append((lo, hi))
         return pts
 
+    def _grid(self):
+        """The path's distinct lower and upper bounds (ascending) and, per path point, their indices."""
+        pts = self.path()
+        lows = sorted({lo for lo, _ in pts})
+        highs = sorted({hi for _, hi in pts})
+        lo_at, hi_at = {lo: i for i, lo in enumerate(lows)}, {hi: i for i, hi in enumerate(highs)}
+        return lows, highs, [lo_at[lo] for lo, _ in pts], [hi_at[hi] for _, hi in pts]
+
+    def candidate_masses(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
+                         weights=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first half of :meth:`search`: the masses (Eq. 8, read as ``count`` says) at every
+        candidate bound, in one pass over the tokens.
+
+        Returns ``(pos_at, neg_at)``: ``pos_at`` (runs, H) is the positive mass at each distinct
+        c_high of :meth:`path` (ascending), ``neg_at`` (runs, L) the negative mass at each distinct
+        c_low. Both are plain sums over tokens, so the masses of a batch split into shards (e.g. one
+        per data-parallel rank) are the sums of the shards' masses: add them up (``all_reduce``) and
+        pass the totals to :meth:`select` to get the bounds of the whole batch.
+        """
+        lows, highs, _, _ = self._grid()
+        like = dict(dtype=ratio.dtype, device=ratio.device)
+        w = mask if weights is None else weights
+        return (pos_mass_at(ratio, adv, w, torch.tensor(highs, **like), self.count),
+                neg_mass_at(ratio, adv, w, torch.tensor(lows, **like), self.count))
+
+    def select(self, pos_at: torch.Tensor, neg_at: torch.Tensor) -> dict:
+        """The second half of :meth:`search`: Algorithm 1's stopping point from the masses at every
+        candidate bound (:meth:`candidate_masses`, possibly summed over shards). Same return as :meth:`search`."""
+        lows, highs, lo_list, hi_list = self._grid()
+        like = dict(dtype=pos_at.dtype, device=pos_at.device)
+        lo_idx = torch.tensor(lo_list, device=pos_at.device)
+        hi_idx = torch.tensor(hi_list, device=pos_at.device)
+        path_low, path_high = torch.tensor(lows, **like)[lo_idx], torch.tensor(highs, **like)[hi_idx]
+        pos_path, neg_path = pos_at[:, hi_idx], neg_at[:, lo_idx]
+        rho_path = balance_of(pos_path, neg_path, self.balance, self.eps)
+        ok = rho_path >= self.rho0                                   # (runs, P)
+        first_ok = torch.argmax(ok.to(torch.int32), dim=1)           # first True (0 if none)
+        stop = torch.where(ok.any(1), first_ok, torch.full_like(first_ok, len(lo_list) - 1))
+        pick = lambda t: t.gather(1, stop[:, None])[:, 0]
+        return dict(path_low=path_low, path_high=path_high, rho_path=rho_path, stop=stop,
+                    c_low=path_low[stop], c_high=path_high[stop], pos=pick(pos_path), neg=pick(neg_path))
+
     def search(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> dict:
         """Run Algorithm 1 for each run (row) of (runs, tokens) inputs, vectorised.
 
@@ -173,25 +218,9 @@ class BAPO:
         — every point the loop may visit; ``rho_path`` (runs, P) — ρ at each;
         ``stop`` (runs,) — where the loop stops; ``c_low``, ``c_high``, ``pos``,
         ``neg`` (runs,) — the bounds chosen and the masses there.
+        (:meth:`candidate_masses` then :meth:`select`, the two halves, for masses summed over shards.)
         """
-        pts = self.path()
-        lows = sorted({lo for lo, _ in pts})
-        highs = sorted({hi for _, hi in pts})
-        like = dict(dtype=ratio.dtype, device=ratio.device)
-        lo_at, hi_at = {lo: i for i, lo in enumerate(lows)}, {hi: i for i, hi in enumerate(highs)}
-        lo_idx = torch.tensor([lo_at[lo] for lo, _ in pts], device=ratio.device)
-        hi_idx = torch.tensor([hi_at[hi] for _, hi in pts], device=ratio.device)
-        path_low, path_high = torch.tensor(lows, **like)[lo_idx], torch.tensor(highs, **like)[hi_idx]
-        w = mask if weights is None else weights
-        pos_path = pos_mass_at(ratio, adv, w, torch.tensor(highs, **like), self.count)[:, hi_idx]
-        neg_path = neg_mass_at(ratio, adv, w, torch.tensor(lows, **like), self.count)[:, lo_idx]
-        rho_path = balance_of(pos_path, neg_path, self.balance, self.eps)
-        ok = rho_path >= self.rho0                                   # (runs, P)
-        first_ok = torch.argmax(ok.to(torch.int32), dim=1)           # first True (0 if none)
-        stop = torch.where(ok.any(1), first_ok, torch.full_like(first_ok, len(pts) - 1))
-        pick = lambda t: t.gather(1, stop[:, None])[:, 0]
-        return dict(path_low=path_low, path_high=path_high, rho_path=rho_path, stop=stop,
-                    c_low=path_low[stop], c_high=path_high[stop], pos=pick(pos_path), neg=pick(neg_path))
+        return self.select(*self.candidate_masses(ratio, adv, mask, weights))
 
     def search_loop(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
                     weights=None) -> tuple[float, float, float]:
@@ -229,8 +258,11 @@ class BAPO:
 
     def bounds(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, weights=None) -> Bounds:
         """Bounds for each run; ``ratio``, ``adv``, ``mask`` and ``weights`` (see :meth:`search`) are (runs, tokens)."""
-        s = self.search(ratio, adv, mask, weights)
+        return self.bounds_from_search(self.search(ratio, adv, mask, weights))
+
+    def bounds_from_search(self, s: dict) -> Bounds:
+        """:class:`Bounds` from a :meth:`search` (or :meth:`select`) result."""
         rho = s["rho_path"].gather(1, s["stop"][:, None])[:, 0]
-        extra = dict(rho_before=s["rho_path"][:, 0], search_steps=s["stop"].to(ratio.dtype),
-                     rho_target=torch.full_like(rho, self.rho0), rho_reached=(rho >= self.rho0).to(ratio.dtype))
+        extra = dict(rho_before=s["rho_path"][:, 0], search_steps=s["stop"].to(rho.dtype),
+                     rho_target=torch.full_like(rho, self.rho0), rho_reached=(rho >= self.rho0).to(rho.dtype))
         return Bounds(s["c_low"], s["c_high"], s["pos"], s["neg"], rho, extra)

@@ -11,14 +11,16 @@ def _need_tensor(name: str, x) -> None:
         raise ValueError(f"{name} must be a torch.Tensor; got {type(x).__name__}")
 
 
-def check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip, runs: bool = False) -> torch.Tensor:
+def check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip, runs: bool = False,
+                      check_values: bool = True) -> torch.Tensor:
     """Validate shapes, dtypes and values; return advantages broadcast to logp's shape.
 
     ``runs=False``: tensors are (batch, tokens). ``runs=True``: (runs, batch, tokens),
     independent updates side by side (e.g. one per seed).
 
     All value checks (NaN/inf, mask 0/1 and not all zero) are gathered into one
-    tensor and read with a single host–device transfer.
+    tensor and read with a single host–device transfer. ``check_values=False`` leaves them
+    out (the caller reads :func:`value_flags` itself, e.g. together with other numbers).
     """
     for name, x in (("logp", logp), ("old_logp", old_logp), ("advantages", advantages), ("mask", mask)):
         _need_tensor(name, x)
@@ -56,15 +58,31 @@ def check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip, runs: bo
     if dual_clip is not None and not (isinstance(dual_clip, (int, float)) and dual_clip > 1):
         raise ValueError(f"dual_clip must be None or a number > 1 (verl uses 3.0); got {dual_clip!r}")
 
+    if check_values:
+        raise_bad_values(value_flags(logp, old_logp, advantages, mask, runs).tolist(), runs)
+    return advantages
+
+
+VALUE_PROBLEMS = ("logp contains NaN or inf", "old_logp contains NaN or inf", "advantages contain NaN or inf",
+                  "mask must hold only 0 and 1 (or booleans)", "mask is all zero")
+
+
+def value_flags(logp, old_logp, advantages, mask, runs: bool = False) -> torch.Tensor:
+    """One bool per entry of :data:`VALUE_PROBLEMS`, still on the device: True where the inputs have
+    that problem ("mask is all zero": in at least one run, with ``runs``). Reading them is the
+    single host–device transfer of the checks (:func:`raise_bad_values`)."""
     with torch.no_grad():
         m = mask.to(torch.float32)
-        bad = torch.stack([
+        return torch.stack([
             ~torch.isfinite(logp).all(), ~torch.isfinite(old_logp).all(), ~torch.isfinite(advantages).all(),
-            ~((m == 0) | (m == 1)).all(), (m.reshape(shape[0], -1).sum(1) == 0).any() if runs else m.sum() == 0,
-        ]).tolist()
-    messages = ("logp contains NaN or inf", "old_logp contains NaN or inf", "advantages contain NaN or inf",
-                "mask must hold only 0 and 1 (or booleans)", "mask is all zero" + (" in at least one run" if runs else "") + ": no token to train on")
-    for flag, msg in zip(bad, messages):
+            ~((m == 0) | (m == 1)).all(), (m.reshape(m.shape[0], -1).sum(1) == 0).any() if runs else m.sum() == 0,
+        ])
+
+
+def raise_bad_values(flags, runs: bool = False) -> None:
+    """Raise ValueError for the first problem flagged (a sequence of bools, as :func:`value_flags` read on the host)."""
+    for flag, msg in zip(flags, VALUE_PROBLEMS):
         if flag:
+            if msg == VALUE_PROBLEMS[-1]:
+                msg += (" in at least one run" if runs else "") + ": no token to train on"
             raise ValueError(msg)
-    return advantages

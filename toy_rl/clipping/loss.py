@@ -49,6 +49,16 @@ def clipped_mask(ratio: torch.Tensor, adv: torch.Tensor, c_low, c_high) -> torch
     return low | high
 
 
+def token_surrogate(ratio: torch.Tensor, adv: torch.Tensor, c_low, c_high, dual_clip: float | None = None) -> torch.Tensor:
+    """The per-token clipped surrogate min(r·A, clip(r, c_low, c_high)·A) (BAPO Eq. 3), with the
+    dual-clip max(·, c·A) on A < 0 tokens when ``dual_clip`` is a number; to maximise (the loss is its
+    negative, aggregated). ``c_low``/``c_high``: numbers or tensors that broadcast against ``ratio``."""
+    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, c_low, c_high) * adv)
+    if dual_clip is not None:
+        surrogate = torch.where(adv < 0, torch.maximum(surrogate, dual_clip * adv), surrogate)
+    return surrogate
+
+
 def aggregate(values: torch.Tensor, mask: torch.Tensor, agg: str) -> torch.Tensor:
     """Average per-token values over the mask, one number per run: (runs, batch, tokens) -> (runs,).
 
@@ -138,10 +148,7 @@ def _loss_and_stats(logp, old_logp, adv, mask, rule, agg, dual_clip):
                          None if w is m else w.reshape(runs, -1))
 
     lo, hi = b.c_low[:, None, None], b.c_high[:, None, None]
-    surrogate = torch.minimum(ratio * adv, torch.clamp(ratio, lo, hi) * adv)
-    if dual_clip is not None:
-        surrogate = torch.where(adv < 0, torch.maximum(surrogate, dual_clip * adv), surrogate)
-    loss = -aggregate(surrogate, m, agg)
+    loss = -aggregate(token_surrogate(ratio, adv, lo, hi, dual_clip), m, agg)
 
     with torch.no_grad():
         stats = _stats(ratio.detach(), log_ratio.detach(), adv, m, lo, hi, b, dual_clip)
