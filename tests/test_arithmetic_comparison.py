@@ -114,6 +114,7 @@ def test_command_smoke_runs_every_control(tmp_path, monkeypatch, capsys):
     assert out["preset"] == "long-failures-smoke" and out["seeds"] == [0, 1]
     assert {r["rule"] for r in out["rows"]} == set(control_rules()) | {MEAN_BOUNDS}
     assert "regime" in out["gate"]
+    assert [v.split(" (")[0] for v in out["verdicts"]] == ["claim 5", "claim 6"]
     assert (tmp_path / "compare" / "long-failures-smoke" / "lag-8" / "bapo" / "seed1" / "metrics.jsonl").exists()
 
 

@@ -57,7 +57,7 @@ def compare(args) -> int:
     """``--compare``: toy_rl.arithmetic.comparison.compare on a preset, printed as its table (or JSON)."""
     import time
 
-    from ..arithmetic.comparison import compare, format_rows, gate_line
+    from ..arithmetic.comparison import compare, comparison_verdicts, format_rows, gate_line
     from ..arithmetic.presets import get_preset, smoke_preset
     preset = get_preset(args.compare)                     # an unknown name is one line, before any work
     if args.smoke:
@@ -66,6 +66,7 @@ def compare(args) -> int:
     t0 = time.perf_counter()
     result = compare(preset, seeds=seeds, out=args.out / "compare", workers=args.workers, device=args.device,
                      progress=show_progress(args) and args.workers == 1)
+    result["verdicts"] = comparison_verdicts(result)
     result.pop("runs")
     result["seconds"] = time.perf_counter() - t0
     if args.json:
@@ -80,7 +81,9 @@ def compare(args) -> int:
           "over the table (both endpoints, every rule); auc: greedy held-out accuracy averaged over training (the "
           "primary endpoint); clip: share of tokens clipped below/above."
           + (f" Seeds a paired test needs to see 3 points of auc at this scatter (80% power): {need}." if need else ""))
-    print(f"Runs: {args.out / 'compare' / preset.name}/<scenario>/<rule>/seed<k>/metrics.jsonl")
+    print(f"Runs: {args.out / 'compare' / preset.name}/<scenario>/<rule>/seed<k>/metrics.jsonl\n")
+    for line in result["verdicts"]:
+        print(line, "\n")
     return 0
 
 
