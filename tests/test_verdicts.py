@@ -65,6 +65,8 @@ def test_not_worse_parts_only_count_against():
     v = status(paired("m", "a", up, "b", BASE, ">"), paired("n", "b", flat, "c", BASE, ">="))
     assert v.status == "supported"                             # an underpowered ">=" does not block ...
     assert status(paired("n", "b", flat, "c", BASE, ">=")).status == "inconclusive"   # ... nor support alone
+    only = status(paired("m", "a", flat, "b", BASE, ">"), paired("n", "b", up, "c", BASE, ">="))
+    assert only.status == "inconclusive" and only.n_for == 1       # a significant ">=" alone: counted, not "partly"
     v = status(paired("m", "a", up, "b", BASE, ">"), paired("n", "b", down, "c", BASE, ">="))
     assert v.status == "contradicted"
 

@@ -16,9 +16,11 @@ How a verdict is reached, the same on every rung:
   (:func:`toy_rl.stats.holm`): a test counts only at p_holm < :data:`ALPHA`;
 * a significant result in the claim's direction counts **for** it, one in the opposite direction **against**;
 * status: "contradicted" if anything counts against; "supported" if every strict part counts for; "partly
-  supported" if some part counts for and none against; "inconclusive" if nothing is significant; "not testable:
-  why" if no test could be made (fewer than :data:`MIN_PAIRS` seeds, or the claim's precondition never arose).
-  A "not worse" part (``>=``) can only count against: it never makes a claim supported by being underpowered.
+  supported" if some strict part counts for and none against; "inconclusive" otherwise (nothing significant,
+  or only a not-worse part); "not testable: why" if no test could be made (fewer than :data:`MIN_PAIRS` seeds,
+  or the claim's precondition never arose). A "not worse" part (``>=``) can block a claim (against) but never
+  carries it: it is not needed for "supported" when underpowered, and a significant one alone does not make a
+  claim "partly supported" (for claim 5, clip-higher ≥ symmetric says nothing about BAPO).
 * a verdict about BAPO carries its **regime** (:func:`regime_of`): whether ρ before the search was below ρ0 in
   most updates ("negatives-dominate") or not ("balanced"), and how often the search moved the bounds. In a
   balanced regime BAPO is named "BAPO (ran as fixed [0.6, 1.2])": its search rarely had anything to do
@@ -239,7 +241,7 @@ def judge(claims: list[Claim], alpha: float = ALPHA) -> list[Verdict]:
             status = "contradicted"
         elif any(t.strict for t in tests) and all(o == "for" for t, o in zip(tests, outcomes) if t.strict):
             status = "supported"
-        elif n_for:
+        elif any(o == "for" for t, o in zip(tests, outcomes) if t.strict):
             status = "partly supported"
         else:
             status = "inconclusive"
