@@ -44,3 +44,22 @@ def test_bad_settings_are_one_line_errors():
         SearchTask(n_numbers=2)
     with pytest.raises(ValueError, match="unknown task 'serch'.*search"):
         make_task("lm", "serch")
+
+
+def test_add_cot_asks_for_reasoning_in_a_chat_and_reads_the_final_number():
+    from toy_rl.lm.run import rl_defaults
+    task = make_task("lm", "add-cot")
+    p = task.heldout(1)[0]
+    assert task_label("lm", task) == "add-cot" and task_label("lm", make_task("lm", "add")) == "add"
+    assert task.prompt_format == "chat" and p.prompt.endswith("Think step by step, then write the final answer as "
+                                                              "'#### <number>'.")
+    assert rl_defaults(task) == {"max_new_tokens": 128, "temperature": 0.6}     # the task's budget and temperature
+    assert "temperature" not in rl_defaults(make_task("lm", "add"))
+    right, wrong = p.answer, str(int(p.answer) + 1)
+    assert task.reward(p, f"First 4 + 2 ... so the sum is {wrong}.\n#### {right}") == 1.0   # after the last ####
+    assert task.reward(p, f"#### {right}\nWait, no: #### {wrong}") == 0.0
+    assert task.reward(p, f"The answer is {right}.") == 1.0                                # else the last number
+    assert task.reward(p, f"The answer is {right}.<|im_end|> and then {wrong}") == 1.0     # the reply ends at im_end
+    assert task.reward(p, "I do not know.") == 0.0
+    with pytest.raises(ValueError, match="prompt_format='chat'"):
+        make_task("lm", "add-cot", prompt_format="plain")

@@ -3,6 +3,7 @@
     make_task("bandit", "rare-correct")     rung 1: a reward preset of the tabular bandit (toy_rl.bandit.rewards)
     make_task("arithmetic", "add")          rung 2: 2-digit + and - for the character-level GPT, "47+28=" -> "75"
     make_task("lm", "add")                  rungs 3-4: 2-digit addition asked of a pretrained LM with a 3-shot prompt
+    make_task("lm", "add-cot")              rungs 3-4: the same asked in a chat with reasoning first (long failures)
     make_task("lm", "search")               rungs 3-4: find a pair summing to a target, trying pairs aloud (long failures)
     make_task("lm", "gsm8k.jsonl")          rungs 3-4: question/answer pairs from a local GSM8K-format file
 
@@ -24,6 +25,9 @@ LM_TASKS = {
     "add3": dict(digits=3, op="+"),            # 3-digit addition: ~0.15
     "sub": dict(digits=2, op="-"),
     "mul": dict(digits=2, op="*", digits2=1),  # 2-digit x 1-digit: ~0.15
+    # 2-digit addition with reasoning in a chat reply, up to 128 tokens, sampled at 0.6: ~0.10 sampled, 0.225
+    # greedy; wrong answers ramble (about twice as long as right ones): where negatives dominate at rung 3
+    "add-cot": dict(digits=2, op="+", cot=True, prompt_format="chat"),
 }
 # Rungs 3-4: SearchTask settings (toy_rl.lm.tasks): failed answers run on until the budget (λ > 1).
 LM_SEARCH_TASKS = {"search": dict()}
@@ -97,8 +101,10 @@ def task_label(rung: str, task) -> str:
         task = make_task("lm", task)
         for name, fields in LM_TASKS.items():
             if type(task) is ArithmeticTask and all(getattr(task, k) == v for k, v in fields.items()) \
-                    and task.digits2 == fields.get("digits2") and task.shots == 3:
-                return name + ("-chat" if task.prompt_format == "chat" else "")
+                    and task.digits2 == fields.get("digits2") and task.shots == 3 \
+                    and task.cot == fields.get("cot", False) and task.cot_tokens == 128:
+                chat = task.prompt_format == "chat" and fields.get("prompt_format") != "chat"
+                return name + ("-chat" if chat else "")
         if isinstance(task, GSM8KTask):
             return "gsm8k-" + Path(task.path).stem
         from ..lm.tasks import SearchTask

@@ -68,9 +68,11 @@ def max_new_tokens_for(task) -> int:
 
 
 def rl_defaults(task, preset=None) -> dict:
-    """RL settings the task and the preset decide: the answer budget, then the preset's batch shape, lr and
-    temperature."""
+    """RL settings the task and the preset decide: the answer budget (and the temperature, for a task that sets
+    one), then the preset's batch shape, lr and temperature."""
     out = {"max_new_tokens": max_new_tokens_for(task)}
+    if getattr(task, "temperature", None) is not None:            # a task that is run at its own temperature
+        out["temperature"] = task.temperature
     if preset is not None:
         from .presets import get_preset
         p = get_preset(preset)

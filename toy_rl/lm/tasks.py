@@ -44,6 +44,16 @@ class ArithmeticTask(Task):
     The model should continue with `` 85`` and a newline. Reward: 1.0 when the first
     integer of the completion's first line is the right result, else 0.0. For "-",
     a >= b (results are never negative). Worked examples never appear as questions.
+
+    ``cot=True`` (chat format only) asks for reasoning first: "What is 47 + 38? Think step by step,
+    then write the final answer as '#### <number>'." The reply runs until end-of-turn or
+    ``cot_tokens``; reward 1.0 when its final number (after the last ``####``, else the last number)
+    is the result. Here failures run on: SmolLM2-135M-Instruct's right answers are short and its wrong
+    ones ramble, often to the budget, so negative tokens dominate the loss (λ > 1, docs/protocol.md §1).
+    Measured on 40 held-out problems, budget 128 tokens, this 2-core CPU: greedy 22.5 % right (right
+    answers 36.6 tokens, wrong 54.1); sampled at temperature 0.6 (the paper's, §5.1) 10 % right (39.2
+    vs 86.0 tokens: a length ratio of 2.2); at temperature 1.0 only 2.5 %, so the task asks for 0.6
+    (:attr:`temperature`).
     """
     name: ClassVar[str] = "lm-arithmetic"
     answer_format: ClassVar[str] = "the result as digits, then a newline (e.g. ' 85')"
@@ -52,8 +62,17 @@ class ArithmeticTask(Task):
     digits2: int | None = None
     shots: int = 3
     prompt_format: str = "plain"
+    cot: bool = False
+    cot_tokens: int = 128
+
+    COT_INSTRUCTION: ClassVar[str] = "Think step by step, then write the final answer as '#### <number>'."
+    COT_TEMPERATURE: ClassVar[float] = 0.6
 
     def __post_init__(self):
+        if self.cot and self.prompt_format != "chat":
+            raise ValueError("cot=True asks for reasoning in a chat reply: it needs prompt_format='chat'")
+        if isinstance(self.cot_tokens, bool) or not isinstance(self.cot_tokens, int) or self.cot_tokens < 16:
+            raise ValueError(f"cot_tokens must be an integer >= 16; got {self.cot_tokens!r}")
         for field_name in ("digits", "digits2"):
             d = getattr(self, field_name)
             if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6):
@@ -77,8 +96,14 @@ class ArithmeticTask(Task):
 
     @property
     def max_new_tokens(self) -> int:
-        """Enough for the space, every digit (one token each in SmolLM2) and the stop token."""
-        return self.max_answer_chars + 2
+        """Enough for the space, every digit (one token each in SmolLM2) and the stop token; with ``cot``,
+        ``cot_tokens``."""
+        return self.cot_tokens if self.cot else self.max_answer_chars + 2
+
+    @property
+    def temperature(self) -> float | None:
+        """The sampling temperature this task is run at, if it sets one (``cot``: 0.6), else None."""
+        return self.COT_TEMPERATURE if self.cot else None
 
     def _draw(self, rng: random.Random) -> tuple[int, int]:
         a = rng.randint(10 ** (self.digits - 1) if self.digits > 1 else 0, 10 ** self.digits - 1)
@@ -127,11 +152,15 @@ class ArithmeticTask(Task):
             if q not in shot_questions:
                 break
         answer = str(OPS[self.op](a, b))
+        if self.cot:
+            return Problem(f"What is {a} {self.op} {b}? {self.COT_INSTRUCTION}", answer)
         if self.prompt_format == "chat":
             return Problem(f"What is {a} {self.op} {b}? Reply with the number only.", answer)
         return Problem(few_shot_prompt(self.examples, q), answer)
 
     def reward(self, problem: Problem, completion: str) -> float:
+        if self.cot:
+            return float(_same_number(extract_final_number(completion.split(IM_END, 1)[0]), problem.answer))
         got = extract_int(completion)
         return float(got is not None and str(got) == problem.answer)
 

@@ -42,7 +42,7 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy")
         ax_bounds.set(xlabel="update", ylabel="bound (mean of 5 updates)", title="BAPO's bounds, per update")
         ax_bounds.legend(fontsize=8)
     paired_differences(ax_diff, rows, endpoint, "BAPO − rule, accuracy averaged over training")
-    ax_diff.set(title="paired by seed, 95% interval (filled: p_holm < 0.05)")
+    ax_diff.set(title="paired by seed, 95% interval\n(filled: p_holm < 0.05)")
     gate = result.get("gate") or {}
     fig.suptitle(f"Rung 2, preset {result['preset']!r}: {len(result['seeds'])} seeds × {result['steps']} updates; "
                  f"regime {gate.get('regime', 'not measured')}", fontsize=11)
