@@ -92,7 +92,7 @@ def _sentence(text: str) -> str:
 def _bandit_rules(smoke: bool, runs: Path, progress: bool, model=None):
     from ..bandit.comparison import pooled_regime
     from ..bandit.views import comparison_view
-    rows, cfg, note = bandit_comparison(smoke=smoke, progress=progress)
+    rows, _, note = bandit_comparison(smoke=smoke, progress=progress)
     fig, _ = comparison_view(rows, "mean_reward")
     mean = {(r["mode"], r["staleness"], r["rule"]): r["mean_reward"] for r in rows}
     at = [(m, k) for m, k in (("reuse", 4), ("lag", 4)) if (m, k, "bapo") in mean]
@@ -148,7 +148,7 @@ def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
     from ..arithmetic.comparison import gate_line
     from ..arithmetic.views import comparison_view
     result, source, note = arithmetic_comparison(runs, smoke=smoke, progress=progress)
-    fig, final = comparison_view(result)
+    fig, _ = comparison_view(result)
     auc = {r["rule"]: r["auc_accuracy"] for r in result["rows"]}
     return fig, dict(
         what=("Rung 2's default comparison on the 211k-parameter GPT: greedy held-out accuracy of the three rules and "

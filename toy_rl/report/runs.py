@@ -1,10 +1,12 @@
 """The default comparison of each rung, run (or read back) through the runner, for the figures and the
 reports. Nothing here trains or computes statistics itself:
 
-* rung 1: :func:`toy_rl.bandit.sweep` (seconds; always run now);
-* rung 2: :func:`toy_rl.arithmetic.sweep.load_or_compare`, i.e. the logged runs under ``<runs>/arithmetic-<task>``
-  when they hold every (scenario, rule) with enough finished seeds, else :func:`toy_rl.experiments.sweep` into
-  the same folder, which resumes: a second call only reads;
+* rung 1: :func:`toy_rl.bandit.comparison.compare` on the default preset (about a minute; always run now);
+  figure 03 replays one run of the balanced bandit (:data:`RUNG1`);
+* rung 2: :func:`toy_rl.arithmetic.comparison.compare` on the default preset under ``<runs>/compare`` (finished
+  runs read back, the others run); figure 05 and the balanced control read
+  :func:`toy_rl.arithmetic.sweep.load_or_compare`'s logged runs under ``<runs>/arithmetic-<task>``, else run
+  :func:`toy_rl.experiments.sweep` into the same folder, which resumes: a second call only reads;
 * rung 3: :func:`toy_rl.experiments.sweep` of rung 3's grid under ``<runs>/smollm2-135m-add``, which reads back
   every finished run whose config matches and runs (or resumes) the others.
 
@@ -20,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..arithmetic import DEFAULTS as RUNG2
-from ..bandit import BanditConfig, sweep
+from ..bandit import BanditConfig
 from ..experiments import RULES, experiment_name, grid, run_dir
 from ..experiments.layout import seed_of
 from ..experiments import sweep as run_sweep
@@ -29,13 +31,6 @@ from ..experiments import sweep as run_sweep
 
 RUNG1 = dict(stalenesses=(0, 2, 4, 8), seeds=20, steps=BanditConfig().steps)
 RUNG1_SMOKE = dict(stalenesses=(0, 2, 4), seeds=4, steps=100)
-
-
-def bandit_runs(stalenesses=RUNG1["stalenesses"], seeds: int = RUNG1["seeds"], steps: int = RUNG1["steps"],
-                rules=RULES, progress: bool = True, **config) -> tuple[dict, BanditConfig]:
-    """:func:`toy_rl.bandit.sweep` of the default bandit: ({(staleness, rule): BanditRun}, config)."""
-    cfg = BanditConfig(steps=steps, **config)
-    return sweep(cfg, stalenesses, rules, range(seeds), progress=progress), cfg
 
 
 def bandit_note(cfg: BanditConfig, seeds: int) -> str:
@@ -69,7 +64,7 @@ def bandit_comparison(seeds: int | None = None, steps: int | None = None, smoke:
 
 # --- rung 2 ------------------------------------------------------------------------------------------
 
-RUNG2_SEEDS = 5        # the logged sweep of the README ("What rung 2 finds")
+RUNG2_SEEDS = 5        # the logged sweeps of figure 05 and of the balanced control (README "What rung 2 finds")
 RUNG2_SMOKE_SEEDS = 2  # smoke: rung 2's SMOKE settings (toy_rl.arithmetic.run), the tiny warm start
 RL_NOTE_KEYS = ("steps", "prompts", "group_size", "lr", "eval_size")
 
