@@ -26,7 +26,7 @@ LM_TASKS = {
     "sub": dict(digits=2, op="-"),
     "mul": dict(digits=2, op="*", digits2=1),  # 2-digit x 1-digit: ~0.15
     # 2-digit addition with reasoning in a chat reply, up to 128 tokens, sampled at 0.6: ~0.10 sampled, 0.225
-    # greedy; wrong answers ramble (about twice as long as right ones): where negatives dominate at rung 3
+    # greedy; built for long failures, but the rung-3 pilot measured λ ≈ 1 (balanced): see lm.tasks.ArithmeticTask
     "add-cot": dict(digits=2, op="+", cot=True, prompt_format="chat"),
 }
 # Rungs 3-4: SearchTask settings (toy_rl.lm.tasks): failed answers run on until the budget (λ > 1).

@@ -48,12 +48,15 @@ class ArithmeticTask(Task):
     ``cot=True`` (chat format only) asks for reasoning first: "What is 47 + 38? Think step by step,
     then write the final answer as '#### <number>'." The reply runs until end-of-turn or
     ``cot_tokens``; reward 1.0 when its final number (after the last ``####``, else the last number)
-    is the result. Here failures run on: SmolLM2-135M-Instruct's right answers are short and its wrong
-    ones ramble, often to the budget, so negative tokens dominate the loss (λ > 1, docs/protocol.md §1).
-    Measured on 40 held-out problems, budget 128 tokens, this 2-core CPU: greedy 22.5 % right (right
-    answers 36.6 tokens, wrong 54.1); sampled at temperature 0.6 (the paper's, §5.1) 10 % right (39.2
-    vs 86.0 tokens: a length ratio of 2.2); at temperature 1.0 only 2.5 %, so the task asks for 0.6
-    (:attr:`temperature`).
+    is the result. It was built to let failures run on (λ > 1, docs/protocol.md §1), and on the untouched
+    model they do: on 40 held-out problems, budget 128 tokens, greedy 22.5 % right (right answers 36.6
+    tokens, wrong 54.1); sampled at temperature 0.6 (the paper's, §5.1) 10 % right (39.2 vs 86.0 tokens);
+    at 1.0 only 2.5 %, so the task asks for 0.6 (:attr:`temperature`). But in training batches the right
+    answers ramble too: the rung-3 pilot (``toy-rl pilot --rung 3 --task add-cot``: symmetric + BAPO,
+    staleness 2 by disjoint mini-batches, 8 updates, seed 0; 41 min on this shared 2-core CPU) measured
+    right answers of 68-72 tokens and wrong ones of 81 on average, λ median 0.99, ρ before BAPO's search
+    median 0.50 (below ρ0 in 1 of 8 updates): **balanced**, so it is not yet rung 3's negatives-dominate
+    setting. Held-out greedy accuracy went 0.19 → 0.29 (symmetric) and 0.17 (BAPO) in those 8 updates.
     """
     name: ClassVar[str] = "lm-arithmetic"
     answer_format: ClassVar[str] = "the result as digits, then a newline (e.g. ' 85')"
