@@ -64,3 +64,50 @@ def test_runner_needs_a_parameters_cell(tmp_path):
         run_notebook(path)
     with pytest.raises(NotebookError, match="parameters"):
         with_smoke(nbformat.read(path, as_version=4))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_setup_cell_reads_toy_rl_smoke_from_the_environment(path):
+    nb = nbformat.read(path, as_version=4)
+    setup = nb.cells[parameters_index(nb) + 1].source
+    assert "SMOKE = smoke_requested(SMOKE)" in setup.split("if SMOKE", 1)[0]      # before anything uses SMOKE
+
+
+@pytest.mark.parametrize("value, smoke", [("", False), ("0", False), ("1", True), ("yes", True)])
+def test_smoke_requested(monkeypatch, value, smoke):
+    from toy_rl.smoke import smoke_requested
+    monkeypatch.setenv("TOY_RL_SMOKE", value)
+    assert smoke_requested(False) is smoke and smoke_requested(True) is True
+
+
+def test_smoke_requested_refuses_a_value_it_cannot_read(monkeypatch):
+    from toy_rl.smoke import smoke_requested
+    monkeypatch.setenv("TOY_RL_SMOKE", "maybe")
+    with pytest.raises(ValueError, match="TOY_RL_SMOKE must be 1"):
+        smoke_requested()
+
+
+def test_nbconvert_with_toy_rl_smoke_runs_the_smoke_configuration(tmp_path):
+    """What the course guide shows: TOY_RL_SMOKE=1 jupyter nbconvert --execute, no edit of the notebook."""
+    import os
+    import subprocess
+    import sys
+    path = _write(tmp_path, "SMOKE = False", "from toy_rl.smoke import smoke_requested\n"
+                                             "SMOKE = smoke_requested(SMOKE)\nprint('SMOKE is', SMOKE)")
+    out = tmp_path / "executed"
+    env = dict(os.environ, TOY_RL_SMOKE="1")
+    run = subprocess.run([sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute",
+                          "--ExecutePreprocessor.timeout=120", "--ExecutePreprocessor.kernel_name=python3",
+                          "--output-dir", str(out), str(path)], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    executed = nbformat.read(out / path.name, as_version=4)
+    assert executed.cells[1].outputs[0]["text"] == "SMOKE is True\n"
+
+
+def test_runner_saves_the_executed_copy(tmp_path):
+    from toy_rl.notebook_runner import main
+    path = _write(tmp_path, "SMOKE = False", "print('smoke' if SMOKE else 'full')")
+    assert main([str(path), "--save", str(tmp_path / "out")]) == 0
+    saved = nbformat.read(tmp_path / "out" / path.name, as_version=4)
+    assert saved.cells[-1].outputs[0]["text"] == "smoke\n"
+    assert not nbformat.read(path, as_version=4).cells[-1].outputs          # the source stays without outputs

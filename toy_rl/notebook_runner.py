@@ -70,7 +70,25 @@ def run_notebook(path, smoke: bool = True, timeout: int = 600):
     return nb
 
 
+def main(argv=None) -> int:
+    """``python -m toy_rl.notebook_runner [--full] [--save DIR] [--timeout S] [NOTEBOOK ...]``: run the notebooks
+    (default: every notebooks/*.ipynb) in smoke mode (``--full``: as they are), and with ``--save`` write each
+    executed copy, outputs included, into DIR (the committed notebooks stay without outputs)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m toy_rl.notebook_runner", description=main.__doc__)
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--full", action="store_true", help="run the full configuration, not smoke mode")
+    parser.add_argument("--save", type=Path, default=None, metavar="DIR", help="write the executed copies here")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default %(default)s)")
+    args = parser.parse_args(argv)
+    for path in args.notebooks or sorted(Path("notebooks").glob("*.ipynb")):
+        nb = run_notebook(path, smoke=not args.full, timeout=args.timeout)
+        if args.save is not None:
+            args.save.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, args.save / path.name)
+        print(f"ok  {path}" + (f" -> {args.save / path.name}" if args.save is not None else ""))
+    return 0
+
+
 if __name__ == "__main__":
-    for arg in sys.argv[1:] or sorted(Path("notebooks").glob("*.ipynb")):
-        run_notebook(arg, smoke=True)
-        print(f"ok  {arg}")
+    sys.exit(main())
