@@ -153,6 +153,12 @@ class Regime:
                 f"updates{moved}")
 
 
+def regime_name(below: float) -> str:
+    """"negatives-dominate" when ρ before the search is below ρ0 in a majority (> 50%) of updates, else
+    "balanced" (docs/protocol.md §2)."""
+    return "negatives-dominate" if below > 0.5 else "balanced"
+
+
 def regime_of(rho_before, c_low=None, c_high=None, rho0: float = RHO0, start=BAPO_START) -> Regime:
     """The regime of BAPO's updates from their ρ before the search (any shape; NaN = no advantage mass, left out)
     and, if given, the bounds it used (to count how often they left ``start``).
@@ -172,7 +178,7 @@ def regime_of(rho_before, c_low=None, c_high=None, rho0: float = RHO0, start=BAP
     if rb.size == 0:
         return Regime("unknown", math.nan, moved, 0, tuple(start))
     below = float(np.mean(rb < rho0))
-    return Regime("negatives-dominate" if below > 0.5 else "balanced", below, moved, int(rb.size), tuple(start))
+    return Regime(regime_name(below), below, moved, int(rb.size), tuple(start))
 
 
 def reached_when_needed(rho_before, rho_after, rho0: float = RHO0) -> np.ndarray:

@@ -30,11 +30,11 @@ import numpy as np
 from ..experiments import run
 from ..experiments.runner import finished
 from ..experiments.controls import MEAN_BOUNDS, control_claims, control_rules, mean_bounds_rule
-from ..experiments.pilot import records_array, summarise_records
+from ..experiments.pilot import records_array, records_regime, summarise_records
 from ..experiments.records import run_summary
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test, seeds_for_effect
-from ..verdicts import judge, regime_of, verdict_line
+from ..verdicts import judge, verdict_line
 from .pilot import preset_spec, search_outcome
 from .presets import DEFAULT, Preset, get_preset
 from .warmstart import load_warmstart
@@ -176,8 +176,7 @@ def comparison_checks(result: dict, endpoints=ENDPOINTS) -> list:
     the fixed rule it ran as."""
     runs = result["runs"]
     bapo_runs = runs.get(REFERENCE, [])
-    regime = regime_of(records_array(bapo_runs, "rho_before"), records_array(bapo_runs, "c_low"),
-                       records_array(bapo_runs, "c_high")) if bapo_runs else None
+    regime = records_regime(bapo_runs) if bapo_runs else None
     scores = {label: per_seed(r) for label, r in runs.items()}
     return judge(control_claims({"": scores}, endpoints, regime, scale=100, unit=" points"))
 

@@ -43,7 +43,7 @@ from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
 from ..experiments.controls import MEAN_BOUNDS, control_claims, control_rules, mean_bounds_rule
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test
-from ..verdicts import Regime, judge, verdict_line
+from ..verdicts import Regime, judge, regime_name, verdict_line
 from .config import BanditConfig
 from .pilot import run_summary
 from .policy import best_found
@@ -162,7 +162,7 @@ def pooled_regime(rows: list, reference: str = "bapo") -> Regime | None:
     n = np.array([r["bapo_updates"] for r in gates], dtype=float)
     below = float(np.average([r["bapo_below_frac"] for r in gates], weights=n))
     moved = float(np.average([r["bapo_moved_frac"] for r in gates], weights=n))
-    return Regime("negatives-dominate" if below > 0.5 else "balanced", below, moved, int(n.sum()))
+    return Regime(regime_name(below), below, moved, int(n.sum()))
 
 
 def comparison_checks(rows: list, endpoints=ENDPOINTS) -> list:

@@ -27,10 +27,12 @@ def add_arguments(p):
     from ..report.runs import (BANDIT_COMPARE, BANDIT_COMPARE_SMOKE, COMPARE_SEEDS, COMPARE_SMOKE_SEEDS, RUNG3,
                                RUNG3_SMOKE)
     by_rung = lambda a, b, c: f"rung 1: {a}, rung 2: {b}, rung 3: {c}"                          # noqa: E731
-    common.seeds(None, help=f"seeds per rule (default {by_rung(BANDIT_COMPARE['seeds'], COMPARE_SEEDS, RUNG3['seeds'])}"
-                            f"; --smoke: {by_rung(BANDIT_COMPARE_SMOKE['seeds'], COMPARE_SMOKE_SEEDS, RUNG3_SMOKE['seeds'])})")
-    common.steps(None, help=f"updates per run (default {by_rung(BanditConfig().steps, get_preset(RUNG2_PRESET).rl['steps'], LORA['steps'])}"
-                            f"; --smoke: {by_rung(BANDIT_COMPARE_SMOKE['steps'], SMOKE_RL['steps'], LORA_SMOKE['steps'])})")
+    seeds = by_rung(BANDIT_COMPARE["seeds"], COMPARE_SEEDS, RUNG3["seeds"])
+    smoke_seeds = by_rung(BANDIT_COMPARE_SMOKE["seeds"], COMPARE_SMOKE_SEEDS, RUNG3_SMOKE["seeds"])
+    steps = by_rung(BanditConfig().steps, get_preset(RUNG2_PRESET).rl["steps"], LORA["steps"])
+    smoke_steps = by_rung(BANDIT_COMPARE_SMOKE["steps"], SMOKE_RL["steps"], LORA_SMOKE["steps"])
+    common.seeds(None, help=f"seeds per rule (default {seeds}; --smoke: {smoke_seeds})")
+    common.steps(None, help=f"updates per run (default {steps}; --smoke: {smoke_steps})")
     common.out(None, "the report file, or a folder for rung<N>.<format> (default runs/report/rung<N>.<format>)",
                kind="file-or-dir")
     common.json("the files written and the report's facts, table and verdicts")

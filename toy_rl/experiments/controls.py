@@ -62,8 +62,7 @@ def control_claims(cells: dict, endpoints, regime=None, detail: str = "", scale:
             fixed rule it ran as.
     """
     from ..verdicts import Claim, paired
-    names = {**NAMES, "bapo": regime.bapo() if regime is not None else "BAPO"}
-    value = lambda x: float("nan") if x is None else float(x)                    # noqa: E731
+    names = {**NAMES, "bapo": regime.bapo() if regime is not None else "BAPO"}      # paired() reads None as NaN
 
     def tests(pairs):
         out = []
@@ -74,8 +73,8 @@ def control_claims(cells: dict, endpoints, regime=None, detail: str = "", scale:
                         continue
                     seeds = sorted(set(scores[a]) & set(scores[b]))
                     what = endpoint.replace("_", " ") + (f", {cell}" if cell else "")
-                    out.append(paired(what, names[a], [value(scores[a][s][endpoint]) for s in seeds], names[b],
-                                      [value(scores[b][s][endpoint]) for s in seeds], expect, scale=scale, unit=unit))
+                    out.append(paired(what, names[a], [scores[a][s][endpoint] for s in seeds], names[b],
+                                      [scores[b][s][endpoint] for s in seeds], expect, scale=scale, unit=unit))
         return out
 
     def claim(number, text, pairs):

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from ..rl.diagnostics import RHO0, START   # BAPO's target ρ0 and start bounds [a⁻, a⁺] (§5.1)
+from ..verdicts import regime_name, regime_of
 
 
 QUANTILES = (0.1, 0.5, 0.9)
@@ -81,7 +82,7 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
     below = float((rho[defined] < rho0).mean()) if defined.any() else math.nan
     early, late = _halves(moved)
     out = dict(
-        regime="negatives-dominate" if below > 0.5 else "balanced",
+        regime=regime_name(below),
         rho0=rho0,
         rho_below_target_frac=below,
         rho_defined_frac=float(defined.mean()),
@@ -117,6 +118,11 @@ def records_array(runs: list[list[dict]], key: str) -> np.ndarray:
             v = r.get(key)
             table[i, j] = np.nan if v is None else float(v)
     return table
+
+
+def records_regime(bapo_runs: list[list[dict]]):
+    """BAPO's :class:`~toy_rl.verdicts.Regime` from its runs' records (ρ before the search, the bounds it used)."""
+    return regime_of(*(records_array(bapo_runs, key) for key in ("rho_before", "c_low", "c_high")))
 
 
 def summarise_records(bapo_runs: list[list[dict]], symmetric_runs: list[list[dict]] | None = None,

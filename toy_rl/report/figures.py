@@ -134,12 +134,11 @@ def _bapo_balance(smoke: bool, runs: Path, progress: bool, model=None):
 def _regime(results: dict, scenario: str) -> str:
     """' BAPO's regime: …' of the BAPO runs of ``scenario`` in a sweep's {(scenario, rule): [records]}, for a
     caption (in a balanced regime BAPO ran as the fixed rule [0.6, 1.2], and the caption says so)."""
-    from ..experiments.pilot import records_array
-    from ..verdicts import regime_of
+    from ..experiments.pilot import records_regime
     bapo = results.get((scenario, "bapo"), [])
     if not bapo:
         return ""
-    regime = regime_of(*(records_array(bapo, key) for key in ("rho_before", "c_low", "c_high")))
+    regime = records_regime(bapo)
     fixed = " — BAPO ran as the fixed rule [0.6, 1.2] here" if regime.ran_as_fixed else ""
     return f". BAPO's {regime.describe()}{fixed}"
 
