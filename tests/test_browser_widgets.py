@@ -6,11 +6,16 @@ move the ``c_high`` slider, and see the figure and the summary redraw. The nbcli
 does both, so a broken widget frontend, a figure that stops redrawing (see
 ``toy_rl.surrogate.slider_callback``) or a callback error shows up here.
 
+Notebook 04's live run (section 13, ``toy_rl.arithmetic.views.live``) is driven the same way: move its
+``c_high`` slider, press Run, and the short run it retrains from the warm start must redraw the figure and
+the summary for the new bounds (:func:`test_live_run_redraws_after_run`).
+
 Setup, all on loopback and in temporary folders (the repository is only read; screenshots go
 to ``runs/browser/``, which git ignores):
 
 * a copy of the notebook in smoke mode (``SMOKE = True`` injected as the test runner does),
-  cut after the slider cell, so Run All only runs what the sliders need;
+  cut after the slider cell, so Run All only runs what the sliders need (notebook 04: its parameters and
+  setup cells, then section 13 alone);
 * JupyterLab on 127.0.0.1, a free port, a random token, its own config/data/runtime/settings
   folders (news and update checks off), shut down by the fixture whatever happens;
 * Debian's Chromium (``/usr/bin/chromium``, or ``$TOY_RL_CHROMIUM``) through pip's
@@ -20,6 +25,7 @@ to ``runs/browser/``, which git ignores):
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -35,10 +41,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from toy_rl.notebook_runner import with_smoke
+from toy_rl.notebook_runner import parameters_index, with_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "00_clipping.ipynb"
+LIVE_NOTEBOOK = ROOT / "notebooks" / "04_arithmetic_transformer.ipynb"
 SHOTS = ROOT / "runs" / "browser"
 
 CHROMIUM_ARGS = [
@@ -95,13 +102,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _smoke_copy(dest: Path) -> Path:
-    """The notebook in smoke mode, cut after the cell that builds the sliders."""
-    nb = with_smoke(nbformat.read(NOTEBOOK, as_version=4))
+def _first_sliders(nb) -> list:
+    """Notebook 00: every cell up to the one that builds the sliders."""
     slider_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "FloatSlider(" in c.source]
-    assert slider_cells, f"{NOTEBOOK.name} has no FloatSlider cell any more"
-    nb.cells = nb.cells[: slider_cells[0] + 1]
-    path = dest / NOTEBOOK.name
+    assert slider_cells, "the notebook has no FloatSlider cell any more"
+    return nb.cells[: slider_cells[0] + 1]
+
+
+def _live_section(nb) -> list:
+    """Notebook 04: the parameters, the injected SMOKE and the setup cell, then section 13 alone (its markdown,
+    the cell that builds the baseline and the live runs, the widget's cell)."""
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    start = next((i for i in code if "live_baseline(" in nb.cells[i].source), None)
+    widget = next((i for i in code if "live_widget(" in nb.cells[i].source and i != start), None)
+    assert start is not None and widget is not None, "notebook 04 has no live-run section (live_baseline, live_widget)"
+    head = parameters_index(nb) + 3                       # parameters, SMOKE = True, setup
+    return nb.cells[:head] + nb.cells[start - 1: widget + 1]
+
+
+def _smoke_copy(dest: Path, notebook: Path = NOTEBOOK, cut=_first_sliders) -> Path:
+    """The notebook in smoke mode, cut to what its sliders need (``cut``: the cells kept)."""
+    nb = with_smoke(nbformat.read(notebook, as_version=4))
+    nb.cells = cut(nb)
+    path = dest / notebook.name
     nbformat.write(nb, path)
     return path
 
@@ -116,11 +139,11 @@ def _tail(path: Path, n: int = 40) -> str:
 class Lab:
     """A JupyterLab server on loopback, in its own folders; ``stop()`` ends it and its kernels."""
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, notebook: Path = NOTEBOOK, cut=_first_sliders):
         self.base = base
         self.root = base / "notebooks"
         self.root.mkdir()
-        self.notebook = _smoke_copy(self.root)
+        self.notebook = _smoke_copy(self.root, notebook, cut)
         self.token = secrets.token_hex(16)
         self.port = _free_port()
         self.log = base / "jupyterlab.log"
@@ -177,14 +200,23 @@ class Lab:
         self.proc.wait(timeout=10)
 
 
-@pytest.fixture
-def lab(tmp_path):
-    server = Lab(tmp_path)
+def _serve(base: Path, **kw):
+    server = Lab(base, **kw)
     try:
         server.wait_ready(SERVER_START_S)
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    yield from _serve(tmp_path)
+
+
+@pytest.fixture
+def live_lab(tmp_path):
+    yield from _serve(tmp_path, notebook=LIVE_NOTEBOOK, cut=_live_section)
 
 
 @pytest.fixture
@@ -302,3 +334,99 @@ def test_c_high_slider_redraws_figure_and_summary(browser_page, lab):
     # A higher c_high clips fewer positive tokens and widens the A > 0 gradient interval.
     assert number(after["pre"], "grad_width_pos") > number(before["pre"], "grad_width_pos")
     assert number(after["pre"], "clip_frac_high") <= number(before["pre"], "clip_frac_high")
+
+
+# Notebook 04's live run: the box (CSS class toy-rl-live-run) of toy_rl.arithmetic.views.live.live_widget.
+LIVE_KERNEL_S = 240      # Run All: torch, the tiny warm start, a short baseline of 3 rules x 2 seeds, the first run
+LIVE_REDRAW_S = 90       # one short run after Run (smoke: a few updates of the tiny model) and its figure
+LIVE_STATE_JS = """() => {
+  const box = document.querySelector('.toy-rl-live-run');
+  if (box === null) return null;
+  const sliders = {};
+  for (const s of box.querySelectorAll('.widget-slider')) {
+    const label = s.querySelector('.widget-label'), readout = s.querySelector('.widget-readout');
+    if (label && readout) sliders[label.textContent.trim()] = readout.textContent.trim();
+  }
+  const out = box.querySelector('.widget-output');
+  const img = out ? out.querySelector('img') : null;
+  const pre = out ? [...out.querySelectorAll('.jp-RenderedText pre')].map(p => p.textContent).join('\\n') : '';
+  const err = out ? out.querySelector('[data-mime-type="application/vnd.jupyter.stderr"]') : null;
+  const button = box.querySelector('button');
+  const labels = [...box.querySelectorAll('.widget-label-basic, .widget-label')].map(e => e.textContent.trim());
+  return {sliders, pre, labels,
+          img: img && img.complete && img.naturalWidth > 0 ? img.src : null,
+          imgWidth: img ? img.naturalWidth : 0,
+          button: button ? button.textContent.trim() : null, buttonDisabled: button ? button.disabled : null,
+          error: err ? err.textContent.slice(0, 2000) : null};
+}"""
+
+
+def test_live_run_redraws_after_run(browser_page, live_lab):
+    """Notebook 04 §13 in JupyterLab: Run All draws BAPO from [0.6, 1.2]; c_high → 1.30 with the keyboard, then
+    Run: the kernel trains a new short run and the figure and the summary are redrawn for BAPO from [0.6, 1.3]."""
+    page, lab = browser_page, live_lab
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    want_before, want_after = "your run: bapo (ρ0 0.4, from [0.6, 1.2])", "your run: bapo (ρ0 0.4, from [0.6, 1.3])"
+    try:
+        page.goto(lab.url, timeout=PAGE_S * 1000)
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=PAGE_S * 1000)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=KERNEL_S * 1000)
+        page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
+        page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+
+        # The widget with its first run (drawn from the cache: the cell before ran the same rule).
+        _wait_accepting_kernel_dialog(
+            page, f"() => {{ const s = ({LIVE_STATE_JS})(); return s !== null && (s.error !== null ||"
+                  f" (s.img !== null && s.pre.includes({json.dumps(want_before)}))); }}", LIVE_KERNEL_S)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=LIVE_KERNEL_S * 1000)
+        before = page.evaluate(LIVE_STATE_JS)
+        assert before.get("error") is None, f"the live run failed:\n{before['error']}"
+        assert before["sliders"] == {"ρ0": "0.40", "c_low": "0.60", "c_high": "1.20"}, before["sliders"]
+        assert before["imgWidth"] > 300, "the figure did not render"
+        assert before["button"] == "Run" and not before["buttonDisabled"], before
+        box = page.locator(".toy-rl-live-run").first
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SHOTS / "live_before.png"))
+
+        # c_high: 1.20 -> 1.30 with the keyboard (continuous_update=False: nothing runs yet), then Run.
+        label = page.locator(".widget-label", has_text=re.compile(r"^c_high$"))
+        handle = page.locator(".toy-rl-live-run .widget-slider", has=label).locator(".noUi-handle")
+        handle.focus()
+        for _ in range(ARROW_PRESSES):
+            handle.press("ArrowRight")
+        try:
+            page.wait_for_function(
+                f"() => {{ const s = ({LIVE_STATE_JS})(); return s !== null && s.sliders['c_high'] === '1.30'; }}",
+                timeout=10_000)
+        except Exception:
+            raise AssertionError(f"c_high reads {page.evaluate(LIVE_STATE_JS).get('sliders')} after "
+                                 f"{ARROW_PRESSES} × →, not 1.30") from None
+        time.sleep(0.5)                                    # the value reaches the kernel before the click does
+        assert page.evaluate(LIVE_STATE_JS)["pre"] == before["pre"], "the slider alone started a run"
+        box.locator("button", has_text="Run").click()
+        page.wait_for_function(
+            f"() => {{ const s = ({LIVE_STATE_JS})(); return s !== null && (s.error !== null ||"
+            f" (s.img !== null && s.pre.includes({json.dumps(want_after)}) && s.button === 'Run'"
+            f" && !s.buttonDisabled)); }}",
+            timeout=LIVE_REDRAW_S * 1000)
+        page.wait_for_function(KERNEL_IDLE_JS, timeout=LIVE_REDRAW_S * 1000)
+        after = page.evaluate(LIVE_STATE_JS)
+        box.screenshot(path=str(SHOTS / "live_after.png"))
+    except Exception:
+        try:
+            page.screenshot(path=str(SHOTS / "live_failure_page.png"))
+            print(f"screenshot of the failure: {SHOTS / 'live_failure_page.png'}")
+        except Exception as err:
+            print(f"no failure screenshot: {err}")
+        print(f"JupyterLab log:\n{_tail(lab.log)}")
+        raise
+    print(f"screenshots in {SHOTS} (live_before.png, live_after.png); {time.monotonic() - started:.1f} s")
+
+    assert after.get("error") is None, f"the live run failed:\n{after['error']}"
+    assert after["sliders"] == {"ρ0": "0.40", "c_low": "0.60", "c_high": "1.30"}, after["sliders"]
+    assert want_after in after["pre"] and want_before not in after["pre"], after["pre"]
+    assert "trained in" in after["pre"], "the new rule came from the cache, not from a new run"
+    assert after["img"] != before["img"], "the figure did not redraw"
+    assert after["imgWidth"] > 300, "the redrawn figure is empty"
+    assert any(t.startswith("bapo (ρ0 0.4, from [0.6, 1.3]): ") for t in after["labels"]), after["labels"]
