@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from ..eta import Plan, up_front
 from ..experiments import run
 from ..experiments.runner import finished
 from ..experiments.controls import MEAN_BOUNDS, control_claims, control_rules, mean_bounds_rule
@@ -153,17 +154,20 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         return [preset_spec(preset, rule, seed, out=out, device=device, progress=progress, **overrides)
                 for rule in label_rules.values() for seed in seeds]
 
-    load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)   # once, before workers
-    ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))          # BAPO first
-    records = run_all(specs(ordered), workers)
-    runs = {label: records[i * len(seeds):(i + 1) * len(seeds)] for i, label in enumerate(ordered)}
-    result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"))
-    if REFERENCE in runs:
-        lo, hi = realised_bounds(runs[REFERENCE])
-        rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
-        runs[MEAN_BOUNDS] = run_all(specs({MEAN_BOUNDS: rules[MEAN_BOUNDS]}), workers)
-        result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
-                      search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
+    plan = Plan(specs=missing_specs(preset, seeds, out, rules, device=device, **overrides),
+                warmstarts=[(preset.make_task(), preset.warmstart)], workers=workers)
+    with up_front(plan):                      # one line first when the runs still to train take long
+        load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)   # before workers
+        ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))          # BAPO first
+        records = run_all(specs(ordered), workers)
+        runs = {label: records[i * len(seeds):(i + 1) * len(seeds)] for i, label in enumerate(ordered)}
+        result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"))
+        if REFERENCE in runs:
+            lo, hi = realised_bounds(runs[REFERENCE])
+            rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
+            runs[MEAN_BOUNDS] = run_all(specs({MEAN_BOUNDS: rules[MEAN_BOUNDS]}), workers)
+            result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
+                          search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
     rows = table_rows(runs, rules)
     result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
     return result
@@ -184,6 +188,29 @@ def comparison_checks(result: dict, endpoints=ENDPOINTS) -> list:
 def comparison_verdicts(result: dict) -> list[str]:
     """:func:`comparison_checks` as the lines notebooks and reports print."""
     return [verdict_line(v) for v in comparison_checks(result)]
+
+
+def missing_specs(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", rules: dict | None = None,
+                  steps: int | None = None, **overrides) -> list:
+    """The specs of the runs :func:`compare` would train with these settings (not finished under ``out``); the
+    runs of the fixed rule at BAPO's mean bounds count as BAPO's own specs while BAPO's runs are not all done
+    (their bounds are not known yet). For the estimate a command prints first (:mod:`toy_rl.eta`)."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    rules = control_rules() if rules is None else dict(rules)
+    if steps is not None:
+        overrides.setdefault("steps", steps)
+        overrides.setdefault("eval_every", max(1, steps // 6))
+    spec = {label: [preset_spec(preset, rule, s, out=out, **overrides) for s in seeds] for label, rule in rules.items()}
+    done = {label: [finished(sp) for sp in specs] for label, specs in spec.items()}
+    todo = [sp for label in spec for sp, d in zip(spec[label], done[label]) if d is None]
+    if REFERENCE in rules and MEAN_BOUNDS not in rules:
+        if any(d is None for d in done[REFERENCE]):
+            todo += spec[REFERENCE]
+        else:
+            rule = mean_bounds_rule(*realised_bounds(done[REFERENCE]))
+            todo += [sp for sp in (preset_spec(preset, rule, s, out=out, **overrides) for s in seeds)
+                     if finished(sp) is None]
+    return todo
 
 
 def is_complete(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", rules: dict | None = None,

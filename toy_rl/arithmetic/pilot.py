@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from ..clipping import BAPO
-from ..experiments import make_spec, run
+from ..eta import Plan, up_front
+from ..experiments import finished, make_spec, run
 from ..experiments.layout import scenario_of
 from ..experiments.pilot import finite_mean, records_array, summarise_records
 from ..rl.config import rule_label
@@ -65,12 +66,15 @@ def pilot(preset_name: str | Preset = DEFAULT_PRESET, steps: int = 30, seeds=(0,
     t0 = time.perf_counter()
     task = preset.make_task()
     cached = cache_path(task, preset.warmstart).exists()
-    with cpu_threads(threads):
-        load_warmstart(task, preset.warmstart, device=device, progress=progress)
-    warm_seconds = time.perf_counter() - t0
     rules = ("symmetric", BAPO())
-    records = {rule_label(rule): [run_preset(preset, rule, seed, out=out, device=device, progress=progress,
-                                             threads=threads, **overrides) for seed in seeds] for rule in rules}
+    todo = [spec for rule in rules for seed in seeds
+            if finished(spec := preset_spec(preset, rule, seed, out=out, device=device, **overrides)) is None]
+    with up_front(Plan(specs=todo, warmstarts=[(task, preset.warmstart)])):    # one line first if it is long
+        with cpu_threads(threads):
+            load_warmstart(task, preset.warmstart, device=device, progress=progress)
+        warm_seconds = time.perf_counter() - t0
+        records = {rule_label(rule): [run_preset(preset, rule, seed, out=out, device=device, progress=progress,
+                                                 threads=threads, **overrides) for seed in seeds] for rule in rules}
     result = summarise(records)
     result.update(preset=preset.name, steps=steps, seeds=list(seeds), records=records,
                   seconds=time.perf_counter() - t0, warmstart_seconds=warm_seconds, warmstart_cached=cached)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..experiments import experiment_name, grid, load, scenario_name, sweep
+from ..eta import Plan, up_front
+from ..experiments import experiment_name, grid, load, scenario_name, status, sweep
 from .run import DEFAULTS, RULES
 
 
@@ -16,6 +17,51 @@ def scenario_names(stalenesses=(0,), mode: str = "reuse", partial: int | None = 
 def finished(runs: list[list[dict]]) -> list[list[dict]]:
     """The runs whose log ends with the ``final`` record (a run still in progress has none)."""
     return [recs for recs in runs if recs and recs[-1].get("final")]
+
+
+def _wanted(stalenesses, partial, rules, mode, on_policy_rules) -> list[tuple[str, str]]:
+    on_rules = tuple(on_policy_rules or rules)
+    return [(s, r) for s in scenario_names(stalenesses, mode, partial) for r in (on_rules if s == "on-policy" else rules)]
+
+
+def _complete(root, task, wanted, seeds: int, smoke: bool):
+    """(the finished runs of every wanted (scenario, rule) if each has ``seeds`` of them under the experiment's
+    folder, else None; that folder)."""
+    where = Path(root) / experiment_name("arithmetic", task, smoke=smoke)
+    if where.is_dir():
+        loaded = load(where)
+        runs = {key: finished(loaded.get(key, [])) for key in wanted}
+        if all(len(v) >= seeds for v in runs.values()):
+            return runs, where
+    return None, where
+
+
+def quick_grids(task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
+                mode: str = "reuse", quick_out=None, progress: bool = True, on_policy_rules=None,
+                **overrides) -> list[list]:
+    """The specs :func:`load_or_compare` sweeps when the logged runs are not complete: on-policy with
+    ``on_policy_rules``, then the other stalenesses (and partial rollout) with ``rules``; one list per sweep."""
+    on_rules = tuple(on_policy_rules or rules)
+    grids = []
+    if 0 in stalenesses:
+        grids.append(grid("arithmetic", task, on_rules, (0,), range(seeds), mode, out=quick_out, progress=progress,
+                          **overrides))
+    rest = tuple(k for k in stalenesses if k != 0)
+    if rest or partial is not None:
+        grids.append(grid("arithmetic", task, rules, rest, range(seeds), mode, partial, out=quick_out,
+                          progress=progress, **overrides))
+    return grids
+
+
+def missing_specs(root, task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
+                  mode: str = "reuse", quick_out=None, on_policy_rules=None, **overrides) -> list:
+    """The runs :func:`load_or_compare` with these arguments would train (none when ``root`` holds them all):
+    for the estimate a command prints first (:mod:`toy_rl.eta`)."""
+    wanted = _wanted(stalenesses, partial, rules, mode, on_policy_rules)
+    if _complete(root, task, wanted, seeds, overrides.get("smoke", False))[0] is not None or quick_out is None:
+        return []
+    return [s for g in quick_grids(task, stalenesses, partial, rules, seeds, mode, quick_out, False, on_policy_rules,
+                                   **overrides) for s in g if status(s) != "finished"]
 
 
 def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
@@ -31,27 +77,21 @@ def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = Non
     ``{(scenario, rule): [records of each seed]}`` in scenario-then-rule order, source a line saying
     where they came from.
     """
-    on_rules = tuple(on_policy_rules or rules)
-    wanted = [(s, r) for s in scenario_names(stalenesses, mode, partial)
-              for r in (on_rules if s == "on-policy" else rules)]
-    where = Path(root) / experiment_name("arithmetic", task, smoke=overrides.get("smoke", False))
-    if where.is_dir():
-        loaded = load(where)
-        runs = {key: finished(loaded.get(key, [])) for key in wanted}
-        if all(len(v) >= seeds for v in runs.values()):
-            n = sorted({len(v) for v in runs.values()})
-            return runs, f"loaded from {where} ({'/'.join(map(str, n))} finished seeds per rule and scenario)"
+    wanted = _wanted(stalenesses, partial, rules, mode, on_policy_rules)
+    runs, where = _complete(root, task, wanted, seeds, overrides.get("smoke", False))
+    if runs is not None:
+        n = sorted({len(v) for v in runs.values()})
+        return runs, f"loaded from {where} ({'/'.join(map(str, n))} finished seeds per rule and scenario)"
     if quick_out is None:
         raise FileNotFoundError(f"{where} does not hold {seeds} finished seeds of every {wanted}; "
                                 "pass quick_out to run them")
+    grids = quick_grids(task, stalenesses, partial, rules, seeds, mode, quick_out, progress, on_policy_rules,
+                        **overrides)
     res = {}
-    if 0 in stalenesses:
-        res.update(sweep(grid("arithmetic", task, on_rules, (0,), range(seeds), mode, out=quick_out, progress=progress,
-                              **overrides)))
-    rest = tuple(k for k in stalenesses if k != 0)
-    if rest or partial is not None:
-        res.update(sweep(grid("arithmetic", task, rules, rest, range(seeds), mode, partial, out=quick_out,
-                              progress=progress, **overrides)))
+    todo = [s for g in grids for s in g if status(s) != "finished"]
+    with up_front(Plan(specs=todo)):                  # one line for both sweeps, before the first
+        for g in grids:
+            res.update(sweep(g))
     steps = overrides.get("steps", DEFAULTS["steps"])
     return ({key: res[key] for key in wanted},
             f"computed now into {Path(quick_out) / where.name} ({seeds} seeds, {steps} steps each; "

@@ -53,7 +53,7 @@ class WarmstartConfig:
     seed: int = 0
 
 
-# Per task: how long to train at most and where to stop. Measured with the default model (211k parameters),
+# Per task: how long to train at most and where to stop. Measured with the default model (211,520 parameters),
 # one CPU thread: add stops at ~1300 steps (~30 s, held-out 68% greedy / 49% sampled), countdown runs all
 # 2000 (~90 s, 45% / 34%), scratchpad stops at ~900 (~75 s, 56% / 44%). Measured again later on a busy
 # 2-core machine: add ran all 2000 steps without reaching 0.5 (349 s, held-out 55% greedy / 40% sampled).
@@ -189,6 +189,8 @@ def ensure_warmstart(task, config: WarmstartConfig | None = None, *, root=None, 
     path = cache_path(task, config, root)
     if path.exists() and not force:
         return path
+    from ..eta import announce_warmstart
+    announce_warmstart(task, config, root)            # one line before a long training (not when a caller did)
     path.parent.mkdir(parents=True, exist_ok=True)
     model, summary = train_warmstart(task, config, device=device, progress=progress,
                                      metrics_path=path.with_suffix(".jsonl"))

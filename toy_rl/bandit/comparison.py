@@ -140,11 +140,16 @@ def compare(config=DEFAULT, seeds=range(10), cells=CELLS, rules: dict | None = N
     if steps is not None:
         config = replace(config, steps=steps)
     rows = []
-    for mode, k in cells:
-        if progress:
-            print(f"cell {mode} k={k}", flush=True)
-        runs = run_cell(replace(config, mode=mode, staleness=k), rules, seeds)
-        rows += cell_rows(runs, mode=mode, staleness=k)
+    cells = list(cells)
+    from ..eta import announce, bandit_seconds, quiet
+    announce(f"training the bandit comparison ({len(rules) + 1} rules x {len(cells)} cells x {len(seeds)} seeds x "
+             f"{config.steps} updates)", bandit_seconds(len(seeds), config.steps, len(cells), len(rules) + 1))
+    with quiet():
+        for mode, k in cells:
+            if progress:
+                print(f"cell {mode} k={k}", flush=True)
+            runs = run_cell(replace(config, mode=mode, staleness=k), rules, seeds)
+            rows += cell_rows(runs, mode=mode, staleness=k)
     return add_holm(rows)
 
 

@@ -7,7 +7,7 @@ from .common import CommonFlags, extra_outs, print_json, show_progress
 
 NAME = "figures"
 HELP = ("draw the key plot of each notebook (00-06) from its full configuration into small PNGs with a caption "
-        "each (default docs/figures); finished runs under runs/ are read back, not rerun")
+        "each (default docs/figures, with --overwrite); finished runs under runs/ are read back, not rerun")
 
 
 def add_arguments(p):
@@ -17,6 +17,9 @@ def add_arguments(p):
     p.add_argument("--runs", type=Path, default=None,
                    help="root of the run folders (default runs; with --smoke a fresh temporary folder)")
     extra_outs(p, "--runs")
+    p.add_argument("--overwrite", action="store_true",
+                   help=f"replace the committed figures in {DOCS_FIGURES} (without it the command refuses to, and "
+                        "--out DIR draws them elsewhere)")
     common = CommonFlags(p)
     common.out(DOCS_FIGURES, "folder for the PNGs, captions.json and README.md", smoke=SMOKE_OUT)
     common.json("the figure entries")
@@ -26,10 +29,11 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from ..report.figures import render_figures, select
-    select(args.only)                                        # an unknown name fails before any work
+    from ..report.figures import check_overwrite, render_figures, select
     out = args.out
-    entries = render_figures(args.only, out, smoke=args.smoke, runs=args.runs, progress=show_progress(args))
+    check_overwrite(select(args.only), out, args.overwrite)  # an unknown name, or docs/figures: before any work
+    entries = render_figures(args.only, out, smoke=args.smoke, runs=args.runs, progress=show_progress(args),
+                             overwrite=args.overwrite)
     if args.json:
         print_json(entries, ensure_ascii=False)
         return 0

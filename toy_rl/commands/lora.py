@@ -71,9 +71,10 @@ def settings(args) -> dict:
 
 
 def run(args) -> int:
-    from ..experiments import format_table, grid, make_spec, run_dir, run_summaries, run_summary, summarize, sweep
-    from ..experiments.tasks import make_task, task_label
-    from ..lm.run import baseline, model_settings
+    from ..eta import Plan, up_front
+    from ..experiments import format_table, grid, make_spec, run_summaries, status
+    from ..experiments.tasks import make_task
+    from ..lm.run import model_settings
 
     rules = args.rule
     _check(args)
@@ -92,27 +93,13 @@ def run(args) -> int:
             hf_logging.disable_progress_bar()
         except ImportError:
             pass
-    t0 = time.perf_counter()
-    try:
-        base = baseline(model, task, eval_size, threads=args.threads, **load)
-    except (ImportError, FileNotFoundError) as err:      # missing extras or model: load_model's message
-        raise ValueError(str(err)) from None
-    say(f"{base['model']} on {task_label('lm', task)} ({base['prompt_format']} prompt): held-out accuracy of the "
-        f"untouched model {base['accuracy']:.1%} on {base['eval_size']} problems (greedy), {base['seconds']:.0f} s")
-    for ex in base["examples"]:
-        say(f"  {ex['question']!r} -> {ex['reply']!r} (answer {ex['answer']}, reward {ex['reward']:g})")
-
-    def on_run(spec, records, status):
-        s = run_summary(records)
-        acc = " ".join(f"{a:.2f}" for _, a in s["accuracy_curve"])
-        say(f"{s['rule']:<12} staleness {s['staleness']} seed {s['seed']}: accuracy {acc}  "
-            f"[{status}, {s['seconds']:.0f} s] {run_dir(spec)}")
-
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    results = sweep(grid("lm", task, rules, args.staleness, seeds, args.mode, args.partial, steps=args.steps, out=out,
-                         smoke=args.smoke, progress=progress, eval_size=eval_size, threads=args.threads,
-                         device=args.device, **kw), on_run=on_run)
-    table = summarize(results)
+    specs = grid("lm", task, rules, args.staleness, seeds, args.mode, args.partial, steps=args.steps, out=out,
+                 smoke=args.smoke, progress=progress, eval_size=eval_size, threads=args.threads, device=args.device,
+                 **kw)
+    t0 = time.perf_counter()
+    with up_front(Plan(specs=[s for s in specs if status(s) != "finished"])):   # one line first if it is long
+        table, results, base = _baseline_and_runs(args, specs, model, task, eval_size, load, say)
     seconds = time.perf_counter() - t0
     if args.json:
         runs = [{k: v for k, v in s.items() if k != "curves"} for s in run_summaries(results)]
@@ -129,3 +116,27 @@ def run(args) -> int:
     say(f"\nMetrics: {out}/<model>-<task>{'-smoke' if args.smoke else ''}/<scenario>/<rule>/seed<seed>/metrics.jsonl "
         f"({seconds:.0f} s in all)")
     return 0
+
+
+def _baseline_and_runs(args, specs, model, task, eval_size, load, say):
+    """The untouched model's held-out accuracy, then every run (finished ones read back): (table, results, base)."""
+    from ..experiments import run_dir, run_summary, summarize, sweep
+    from ..experiments.tasks import task_label
+    from ..lm.run import baseline
+    try:
+        base = baseline(model, task, eval_size, threads=args.threads, **load)
+    except (ImportError, FileNotFoundError) as err:      # missing extras or model: load_model's message
+        raise ValueError(str(err)) from None
+    say(f"{base['model']} on {task_label('lm', task)} ({base['prompt_format']} prompt): held-out accuracy of the "
+        f"untouched model {base['accuracy']:.1%} on {base['eval_size']} problems (greedy), {base['seconds']:.0f} s")
+    for ex in base["examples"]:
+        say(f"  {ex['question']!r} -> {ex['reply']!r} (answer {ex['answer']}, reward {ex['reward']:g})")
+
+    def on_run(spec, records, status):
+        s = run_summary(records)
+        acc = " ".join(f"{a:.2f}" for _, a in s["accuracy_curve"])
+        say(f"{s['rule']:<12} staleness {s['staleness']} seed {s['seed']}: accuracy {acc}  "
+            f"[{status}, {s['seconds']:.0f} s] {run_dir(spec)}")
+
+    results = sweep(specs, on_run=on_run)
+    return summarize(results), results, base

@@ -31,6 +31,8 @@ def run(args) -> int:
 
     import torch
 
+    from .. import eta
+    from ..eta import on_cpu
     from ..arithmetic.model import read_meta
     from ..arithmetic.tasks import TASKS, get_task
     from ..arithmetic.warmstart import cache_dir, cache_path, default_config, ensure_warmstart, smoke_config
@@ -39,16 +41,27 @@ def run(args) -> int:
     tasks = [get_task(name) for name in names]                  # ValueError lists the task names
     check_out(cache_dir(args.out), "dir", "--out")               # the default cache folder, too
     torch.set_num_threads(args.threads)
-    entries = []
-    for name, task in zip(names, tasks):
+    configs = []
+    for name in names:
         config = replace(smoke_config(name) if args.smoke else default_config(name), seed=args.seed)
         if args.steps is not None:
             config = replace(config, max_steps=args.steps)
         if args.target_accuracy is not None:
             config = replace(config, target_accuracy=args.target_accuracy)
+        configs.append(config)
+    todo = [(t, c) for t, c in zip(tasks, configs) if args.force or not cache_path(t, c, args.out).exists()]
+    if todo and on_cpu(args.device):                          # one line first when training takes long
+        what = ", ".join(t.name for t, _ in todo)
+        eta.announce(f"training the rung-2 warm start{'s' if len(todo) > 1 else ''} for {what} "
+                     f"({'--force' if args.force else 'not cached'} in {cache_dir(args.out)})",
+                     sum(eta.warmstart_seconds(t, c) for t, c in todo),
+                     up_to=any(c.target_accuracy <= 1 for _, c in todo))
+    entries = []
+    for name, task, config in zip(names, tasks, configs):
         cached = cache_path(task, config, args.out).exists() and not args.force
-        path = ensure_warmstart(task, config, root=args.out, force=args.force, device=args.device,
-                                progress=show_progress(args))
+        with eta.quiet():
+            path = ensure_warmstart(task, config, root=args.out, force=args.force, device=args.device,
+                                    progress=show_progress(args))
         meta = read_meta(path)
         entries.append(dict(task=name, path=str(path), cached=cached, **{k: meta.get(k) for k in (
             "heldout_acc_greedy", "heldout_acc_sampled", "heldout_problems", "steps", "seconds", "params")}))

@@ -15,6 +15,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ..eta import Plan, up_front
 from ..rl.config import config_differences, rule_label
 from ..rl.logbook import read_jsonl
 from ..threads import cpu_threads
@@ -92,16 +93,18 @@ def sweep(specs, on_run=None) -> dict:
     for s in specs:
         if not isinstance(s, RunSpec):
             raise ValueError(f"sweep takes RunSpecs (toy_rl.experiments.make_spec / grid); got {type(s).__name__}")
+    groups = [(group, [_state(s) for s in group]) for group in _cells(specs)]
+    todo = [s for group, states in groups for s, (_, done) in zip(group, states) if done is None]
     results: dict = {}
-    for group in _cells(specs):
-        states = [_state(s) for s in group]
-        todo = [s for s, (_, done) in zip(group, states) if done is None]
-        trained = iter(_train(todo)) if todo else iter(())
-        for s, (st, done) in zip(group, states):
-            records = _with_seed(done if done is not None else next(trained), s.rl.seed)
-            results.setdefault(cell_of(s), []).append(records)
-            if on_run is not None:
-                on_run(s, records, st)
+    with up_front(Plan(specs=todo)):                 # one line first if the runs still to train take long
+        for group, states in groups:
+            pending = [s for s, (_, done) in zip(group, states) if done is None]
+            trained = iter(_train(pending)) if pending else iter(())
+            for s, (st, done) in zip(group, states):
+                records = _with_seed(done if done is not None else next(trained), s.rl.seed)
+                results.setdefault(cell_of(s), []).append(records)
+                if on_run is not None:
+                    on_run(s, records, st)
     return results
 
 

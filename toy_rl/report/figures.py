@@ -1,5 +1,6 @@
 """The key plot of each notebook (00-06), rendered from its full configuration into small PNGs with a caption
-each: ``toy-rl figures [--only NAME ...] [--out docs/figures] [--smoke]``.
+each: ``toy-rl figures [--only NAME ...] [--out DIR | --overwrite] [--smoke]`` (docs/figures, the default
+``--out``, holds the committed figures: replacing them takes ``--overwrite``).
 
 Every figure is drawn by the function its notebook calls (:mod:`toy_rl.surrogate`, :mod:`toy_rl.bandit.views`,
 :mod:`toy_rl.arithmetic.views`, :mod:`toy_rl.lm.views`) on runs made by the existing runners
@@ -27,8 +28,10 @@ from ..experiments.controls import MEAN_BOUNDS
 from ..threads import single_thread
 from .machine import describe_machine, utc_now
 from .png import png_bytes
-from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_comparison, arithmetic_runs, bandit_comparison,
-                   bandit_note, llm_missing, lora_runs, runs_root)
+from ..eta import Plan, up_front
+from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_comparison, arithmetic_comparison_plan,
+                   arithmetic_runs, arithmetic_runs_plan, bandit_comparison, bandit_comparison_plan, bandit_note,
+                   llm_missing, lora_plan, lora_runs, runs_root)
 
 DOCS_FIGURES = Path("docs/figures")
 SMOKE_OUT = Path("runs/figures-smoke")        # the command's default for --smoke (runs/ is not committed)
@@ -46,6 +49,7 @@ class FigureSpec:
     notebook: str
     title: str
     build: Callable[..., tuple[Figure, dict]]    # (smoke, runs root, progress, model) -> (figure, caption parts)
+    plan: Callable[..., Plan] | None = None      # (smoke, runs root, model) -> what build will train (toy_rl.eta)
 
 
 # === the builders: each returns (figure, {"what", "config", "source"}) ===========================================
@@ -150,7 +154,7 @@ def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
     fig, _ = comparison_view(result)
     auc = {r["rule"]: r["auc_accuracy"] for r in result["rows"]}
     return fig, dict(
-        what=("Rung 2's default comparison on the 211k-parameter GPT: greedy held-out accuracy of the three rules and "
+        what=("Rung 2's default comparison on the 211,520-parameter GPT: greedy held-out accuracy of the three rules and "
               "three fixed controls (95% bands over seeds), BAPO's bounds per update, and BAPO minus each rule on the "
               "primary endpoint (accuracy averaged over training; paired 95% interval by seed, filled where "
               "p_holm < 0.05). " + _sentence(gate_line(result)) + ". Accuracy averaged over training: "
@@ -193,16 +197,34 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
         source=f"toy_rl.experiments.sweep under {runs} (finished runs read back, missing ones run)")
 
 
+def _plan_bandit(smoke: bool, runs: Path, model=None) -> Plan:
+    return bandit_comparison_plan(smoke=smoke)
+
+
+def _plan_arithmetic(smoke: bool, runs: Path, model=None) -> Plan:
+    return arithmetic_comparison_plan(runs, smoke=smoke)
+
+
+def _plan_partial(smoke: bool, runs: Path, model=None) -> Plan:
+    return arithmetic_runs_plan(runs, "scratchpad", (), partial=PARTIAL_BUDGET, smoke=smoke)
+
+
+def _plan_lora(smoke: bool, runs: Path, model=None) -> Plan:
+    c = RUNG3_SMOKE if smoke else RUNG3
+    return lora_plan(runs, (max(c["stalenesses"]) if smoke else FOCUS,), c["seeds"], smoke=smoke, model=model)
+
+
 FIGURES = {s.name: s for s in (
     FigureSpec("00-clipping", "00_clipping", "The clipped surrogate of each rule", _clipping),
     FigureSpec("01-entropy-rule", "01_entropy_clip_rule", "The Entropy-Clip Rule on 10,000 softmaxes", _entropy_rule),
     FigureSpec("02-bandit-rules", "02_off_policy_bandit", "The default bandit comparison, where negatives dominate",
-               _bandit_rules),
+               _bandit_rules, _plan_bandit),
     FigureSpec("03-bapo-balance", "03_bapo_balance", "What ρ counts decides where the bounds go", _bapo_balance),
     FigureSpec("04-arithmetic-rules", "04_arithmetic_transformer", "The default comparison on a small transformer",
-               _arithmetic_rules),
-    FigureSpec("05-partial-rollout", "05_partial_rollout", "Three rules under partial rollout", _partial_rollout),
-    FigureSpec("06-lora-rules", "06_lora_real_lm", "Three rules on SmolLM2-135M with LoRA", _lora_rules),
+               _arithmetic_rules, _plan_arithmetic),
+    FigureSpec("05-partial-rollout", "05_partial_rollout", "Three rules under partial rollout", _partial_rollout,
+               _plan_partial),
+    FigureSpec("06-lora-rules", "06_lora_real_lm", "Three rules on SmolLM2-135M with LoRA", _lora_rules, _plan_lora),
 )}
 
 
@@ -229,28 +251,50 @@ def caption_line(entry: dict) -> str:
 
 
 def regenerate_command(name: str, out=DOCS_FIGURES, smoke: bool = False) -> str:
-    """The command that redraws one figure into ``out``."""
-    where = "" if Path(out) == DOCS_FIGURES else f" --out {out}"
+    """The command that redraws one figure into ``out`` (into docs/figures: with ``--overwrite``)."""
+    where = " --overwrite" if Path(out) == DOCS_FIGURES else f" --out {out}"
     return f"toy-rl figures --only {name}{where}" + (" --smoke" if smoke else "")
 
 
+def is_docs_figures(out) -> bool:
+    """Whether ``out`` is the committed figures' folder: docs/figures here, or in the checkout toy_rl runs from."""
+    out = Path(out).resolve()
+    return out in (DOCS_FIGURES.resolve(), (Path(__file__).resolve().parents[2] / DOCS_FIGURES))
+
+
+def check_overwrite(specs, out, overwrite: bool) -> None:
+    """Refuse to replace the committed figures in docs/figures unless asked (``--overwrite``): ValueError
+    naming the flag, before any work."""
+    out = Path(out)
+    if overwrite or not is_docs_figures(out):
+        return
+    there = [f"{s.name}.png" for s in specs if (out / f"{s.name}.png").exists()]
+    if there:
+        raise ValueError(f"{out} holds the committed figures ({', '.join(there)}): pass --overwrite to redraw them "
+                         "there, or --out DIR to draw them elsewhere")
+
+
 def render_figures(names=None, out=DOCS_FIGURES, smoke: bool = False, runs=None, progress: bool = True,
-                   model=None) -> list[dict]:
+                   model=None, overwrite: bool = False) -> list[dict]:
     """Draw the selected figures into ``out`` (``<name>.png``), update ``captions.json`` and ``README.md``
     there, and return one entry per figure (``skipped`` holds the reason for one that could not be drawn).
 
     ``runs``: root of the run folders (default ``runs``; smoke: a fresh temporary folder). ``model``: rung 3's
-    model (default SmolLM2-135M-Instruct; the tests pass a tiny random one)."""
+    model (default SmolLM2-135M-Instruct; the tests pass a tiny random one). ``overwrite``: needed to replace
+    figures in docs/figures (the committed ones; ValueError otherwise). Before anything trains, one line says
+    what will be trained and how long it takes, when that is more than ~30 s (:mod:`toy_rl.eta`)."""
     specs = select(names)
     out = Path(out)
-    if smoke and out.resolve() == DOCS_FIGURES.resolve():
+    if smoke and is_docs_figures(out):
         raise ValueError(f"smoke figures never go to {DOCS_FIGURES} (it holds the full ones): pass another --out")
+    check_overwrite(specs, out, overwrite)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ValueError(f"--out: cannot create {out}: {err.strerror or err}") from None
     entries = []
-    with single_thread(), runs_root(runs, smoke) as root:
+    with single_thread(), runs_root(runs, smoke) as root, up_front(
+            sum((s.plan(smoke, root, model) for s in specs if s.plan is not None), Plan())):
         for spec in tqdm(specs, desc="figures", unit="figure", disable=not progress):
             t0 = time.perf_counter()
             try:
@@ -278,9 +322,10 @@ def _write_index(out: Path, entries: list[dict]) -> None:
     kept = {name: kept[name] for name in sorted(kept)}
     path.write_text(json.dumps(kept, indent=1, ensure_ascii=False) + "\n")
     lines = ["# Figures", "",
-             "The key plot of each notebook, rendered from its full configuration by `toy-rl figures` "
-             "(one figure: `toy-rl figures --only 04`). Long runs are read back from their run folders under "
-             "`runs/` when finished there; `captions.json` holds the same captions with every field.", ""]
+             "The key plot of each notebook, rendered from its full configuration by `toy-rl figures --overwrite` "
+             "(one figure: `toy-rl figures --only 04 --overwrite`; without `--overwrite` the command refuses to "
+             "replace these). Long runs are read back from their run folders under `runs/` when finished there; "
+             "`captions.json` holds the same captions with every field.", ""]
     for e in kept.values():
         lines += [f"## {e['name'][:2]} · {e['title']} (`notebooks/{e['notebook']}.ipynb`)", "",
                   f"![{e['title']}]({e['file']})", "", e["caption"],

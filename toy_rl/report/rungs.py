@@ -34,10 +34,10 @@ LEADS = {
         "[0.8, 1.2], clip-higher [0.8, 1.28], BAPO (bounds searched every update until positives carry ρ0 = 0.4 of "
         "the loss) and the controls: fixed [0.6, 1.2], BAPO with a⁻ = 0.8, fixed [0.8, 2.0], the authors' preset, "
         "ρ0 = 0.5, and a fixed rule at BAPO's realised mean bounds."),
-    2: ("A 211k-parameter GPT trained from scratch (a cached supervised warm start), then RL with each rule and the "
-        "controls on the default preset 'long-failures': a search task whose failed answers keep trying until the "
-        "token budget runs out (so negative tokens dominate the loss), a behaviour policy 8 updates behind. Accuracy "
-        "is greedy, on 1,000 held-out problems."),
+    2: ("A {params:,}-parameter GPT ({layers}, d_model {d_model}) trained from scratch (a cached supervised warm "
+        "start), then RL with each rule and the controls on the {which}preset '{preset}': a search task whose failed "
+        "answers keep trying until the token budget runs out (so negative tokens dominate the loss), a behaviour "
+        "policy {staleness} updates behind. Accuracy is greedy, on {eval_size:,} held-out problems."),
     3: ("SmolLM2-135M-Instruct, offline on the CPU, with fresh LoRA adapters (rank 16 on q, k, v, o), RL on 2-digit "
         "addition with a 3-shot prompt; one rollout serves staleness + 1 updates. Accuracy is greedy, on a fixed "
         "held-out set; the on-policy clip-higher run is notebook 06's default run."),
@@ -159,9 +159,11 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                   "last update; mean over seeds [95% Student-t band]. BAPO − rule: paired by seed, p Holm-adjusted over "
                   "the whole table (both endpoints, every rule). Other columns: means over updates and seeds.")
     need = result["seeds_for_3_points"]
-    return dict(config=note, seeds=len(result["seeds"]), source=source,
+    return dict(config=note, seeds=len(result["seeds"]), source=source, lead=_rung2_lead(smoke),
+                # the command that makes the same runs (smoke: on one worker, as the report ran them; the full
+                # runs were logged on two, which changes nothing but the time)
                 runner=f"toy-rl arithmetic --compare {result['preset'].removesuffix('-smoke')} --seeds "
-                       f"{len(result['seeds'])} --workers 2" + (" --smoke" if smoke else ""),
+                       f"{len(result['seeds'])}" + (" --smoke" if smoke else " --workers 2"),
                 figures=figs, table=table, verdicts=[gate_line(result), *comparison_verdicts(result)],
                 notes=["Verdicts: toy_rl.arithmetic.comparison.comparison_verdicts, as notebook 04 prints them (section "
                        "11): every part is a t-test paired by seed, Holm-corrected across both claims and both "
@@ -170,6 +172,19 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                        "notebook 04, sections 0-10.",
                        *([f"Seeds a paired test needs to see 3 points of the primary endpoint at the scatter measured "
                           f"here (80% power): {need}."] if need else [])])
+
+
+def _rung2_lead(smoke: bool) -> str:
+    """LEADS[2] filled in from the preset the report ran (the smoke one under ``smoke``): its model's size and
+    held-out set, not the full configuration's."""
+    from ..arithmetic.model import GPT
+    from ..arithmetic.presets import DEFAULT, get_preset, smoke_preset
+    preset = smoke_preset(DEFAULT) if smoke else get_preset(DEFAULT)
+    m = preset.warmstart.model
+    return LEADS[2].format(params=GPT(m).num_params(), layers=f"{m.n_layer} layer" + ("s" if m.n_layer > 1 else ""),
+                           d_model=m.d_model, which="smoke version of the default " if smoke else "default ",
+                           preset=preset.name, staleness=preset.rl.get("staleness"),
+                           eval_size=preset.rl.get("eval_size"))
 
 
 # === rung 3 =======================================================================================
@@ -245,5 +260,5 @@ def build_report(rung: int, smoke: bool = False, seeds: int | None = None, steps
              ("Time", f"{seconds:.0f} s on this machine to run (or read back) the comparison and draw its figures"),
              ("Reproduce", f"`{reproduce(rung, smoke, seeds, steps)}`"), ("Runner", f"`{parts['runner']}`")]
     title = TITLES[rung] + (" (SMOKE: tiny settings, not a result)" if smoke else "")
-    return Report(rung, title, LEADS[rung], facts, parts["figures"], parts["table"], parts["verdicts"],
+    return Report(rung, title, parts.get("lead", LEADS[rung]), facts, parts["figures"], parts["table"], parts["verdicts"],
                   parts["notes"], smoke)

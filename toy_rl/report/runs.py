@@ -63,6 +63,17 @@ def bandit_comparison(seeds: int | None = None, steps: int | None = None, smoke:
     return rows, cfg, ("SMOKE (fewer seeds and updates; not a result): " if smoke else "") + note
 
 
+def bandit_comparison_plan(seeds: int | None = None, steps: int | None = None, smoke: bool = False):
+    """What :func:`bandit_comparison` will compute, for the estimate printed first (:mod:`toy_rl.eta`)."""
+    from ..bandit.comparison import CELLS
+    from ..bandit.presets import DEFAULT, get_preset
+    from ..eta import Plan, bandit_seconds
+    c = BANDIT_COMPARE_SMOKE if smoke else BANDIT_COMPARE
+    seeds, steps = seeds or c["seeds"], steps or c["steps"] or get_preset(DEFAULT).steps
+    return Plan(extra=[(f"rung 1's comparison ({seeds} seeds x {steps} updates)",
+                        bandit_seconds(seeds, steps, len(CELLS)))])
+
+
 # --- rung 2 ------------------------------------------------------------------------------------------
 
 RUNG2_SEEDS = 5        # the logged sweeps of figure 05 and of the balanced control (README "What rung 2 finds")
@@ -111,6 +122,37 @@ def arithmetic_comparison(runs, seeds: int | None = None, steps: int | None = No
     return result, source, note
 
 
+def arithmetic_comparison_plan(runs, seeds: int | None = None, steps: int | None = None, smoke: bool = False):
+    """What :func:`arithmetic_comparison` will train (runs missing under ``<runs>/compare``, the warm start)."""
+    from ..arithmetic.comparison import missing_specs
+    from ..arithmetic.presets import DEFAULT, get_preset, smoke_preset
+    from ..eta import Plan
+    preset = smoke_preset(DEFAULT) if smoke else get_preset(DEFAULT)
+    seeds = seeds or (COMPARE_SMOKE_SEEDS if smoke else COMPARE_SEEDS)
+    return Plan(specs=missing_specs(preset, range(seeds), Path(runs) / "compare", steps=steps),
+                warmstarts=[(preset.make_task(), preset.warmstart)])
+
+
+def _arithmetic_args(runs, seeds, steps, smoke):
+    seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
+    overrides = {"smoke": True} if smoke else {}
+    if steps and (smoke or steps != RUNG2["steps"]):
+        overrides["steps"] = steps
+    root = Path(runs) / f"steps{steps}" if "steps" in overrides and not smoke else Path(runs)
+    return seeds, overrides, root
+
+
+def arithmetic_runs_plan(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: int | None = None,
+                         seeds: int | None = None, steps: int | None = None, smoke: bool = False,
+                         on_policy_rules=None):
+    """What :func:`arithmetic_runs` with the same arguments will train (nothing when the runs are logged)."""
+    from ..arithmetic.sweep import missing_specs
+    from ..eta import Plan
+    seeds, overrides, root = _arithmetic_args(runs, seeds, steps, smoke)
+    return Plan(specs=missing_specs(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
+                                    on_policy_rules=on_policy_rules, **overrides))
+
+
 def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: int | None = None,
                     seeds: int | None = None, steps: int | None = None, smoke: bool = False, progress: bool = True,
                     on_policy_rules=None) -> tuple[dict, str, str]:
@@ -119,11 +161,7 @@ def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: 
     another number of updates, so runs of another length are never mixed in); smoke: the tiny warm start and
     rung 2's SMOKE settings in ``<runs>/arithmetic-<task>-smoke``. Uses the first ``seeds`` finished seeds."""
     from ..arithmetic.sweep import load_or_compare
-    seeds = seeds or (RUNG2_SMOKE_SEEDS if smoke else RUNG2_SEEDS)
-    overrides = {"smoke": True} if smoke else {}
-    if steps and (smoke or steps != RUNG2["steps"]):
-        overrides["steps"] = steps
-    root = Path(runs) / f"steps{steps}" if "steps" in overrides and not smoke else Path(runs)
+    seeds, overrides, root = _arithmetic_args(runs, seeds, steps, smoke)
     results, source = load_or_compare(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
                                       progress=progress, on_policy_rules=on_policy_rules, **overrides)
     results = {key: runs_[:seeds] for key, runs_ in results.items()}
@@ -173,6 +211,29 @@ RUNG3 = dict(stalenesses=(2, 4), seeds=1)         # notebook 06's defaults (STAL
 RUNG3_SMOKE = dict(stalenesses=(1,), seeds=1)      # as notebook 06 in smoke mode: two updates per run
 
 
+def lora_specs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
+               smoke: bool = False, progress: bool = True, on_policy: bool = False, model=None, **settings) -> list:
+    """The specs of :func:`lora_runs` (finished or not)."""
+    kw = dict(seeds=range(seeds), model=model, out=Path(runs), smoke=smoke, progress=progress, **settings)
+    if steps:
+        kw["steps"] = steps
+    specs = grid("lm", "add", RULES, stalenesses, **kw)
+    if on_policy:
+        specs += grid("lm", "add", ("clip-higher",), (0,), **kw)
+    return specs
+
+
+def lora_plan(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
+              smoke: bool = False, on_policy: bool = False, model=None):
+    """What :func:`lora_runs` will train (its runs not finished under ``runs``); nothing without the llm extra."""
+    from ..eta import Plan
+    from ..experiments import status
+    if model is None and llm_missing():
+        return Plan()
+    specs = lora_specs(runs, stalenesses, seeds, steps, smoke, False, on_policy, model)
+    return Plan(specs=[s for s in specs if status(s) != "finished"])
+
+
 def lora_runs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
               smoke: bool = False, progress: bool = True, on_policy: bool = False, model=None,
               **settings) -> tuple[dict, str]:
@@ -181,12 +242,7 @@ def lora_runs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"
     [records per seed]}, config note). ``model``: default SmolLM2-135M-Instruct; the tests pass a tiny random one.
     ``settings``: more of :func:`toy_rl.experiments.make_spec`'s."""
     from ..lm.run import DEFAULTS as RUNG3_RL
-    kw = dict(seeds=range(seeds), model=model, out=Path(runs), smoke=smoke, progress=progress, **settings)
-    if steps:
-        kw["steps"] = steps
-    specs = grid("lm", "add", RULES, stalenesses, **kw)
-    if on_policy:
-        specs += grid("lm", "add", ("clip-higher",), (0,), **kw)
+    specs = lora_specs(runs, stalenesses, seeds, steps, smoke, progress, on_policy, model, **settings)
     results = run_sweep(specs)
     configs = [json.loads((run_dir(s) / "config.json").read_text()) for s in specs
                if (run_dir(s) / "config.json").is_file()]
