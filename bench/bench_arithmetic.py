@@ -1,7 +1,7 @@
 """Benchmark: rung 2's default RL update (rollout + clipped update) and the pieces of notebook 04.
 
 What is timed, each on CPU (torch on ``--threads`` threads, 1 by default: the fastest setting for this
-211k-parameter model on a small or busy CPU) and on CUDA when a GPU is present:
+211,520-parameter model on a small or busy CPU) and on CUDA when a GPU is present:
 
   * RL steps per second at the default settings (toy_rl.arithmetic.DEFAULTS: 16 prompts × 8 answers,
     lr 3e-4), through the public runner (``toy_rl.experiments.run``) with evaluation off: on-policy and reuse-4 on "add",

@@ -13,7 +13,7 @@ Two details matter for RL on left-padded batches:
 * Padding keys are masked out of attention; every query may still see itself,
   so a padding row never produces NaN (its output is ignored anyway).
 
-The default size (4 layers, d_model 64, 4 heads, context 128) has ~211k
+The default size (4 layers, d_model 64, 4 heads, context 128) has 211,520
 parameters: small enough to train from scratch on a laptop CPU in a minute
 or two (d_model 128 learned the arithmetic tasks more slowly per second).
 

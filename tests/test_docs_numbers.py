@@ -1,0 +1,31 @@
+"""Numbers the docs quote agree with the code (issue 13): the rung-2 model's size, wherever it is quoted."""
+import json
+import re
+from pathlib import Path
+
+from toy_rl.arithmetic.model import GPT, ModelConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZE = re.compile(r"(\d[\d,.]*\s?[kK]?)[- ]param(?:eter)?s?\b(?! cell)")
+
+
+def _texts():
+    """(name, text) of every doc and notebook that describes rung 2 (notebooks: markdown and code comments)."""
+    for path in [ROOT / "README.md", ROOT / "notebooks" / "README.md", ROOT / "bench" / "README.md",
+                 *sorted((ROOT / "docs").glob("*.md")), ROOT / "docs" / "figures" / "README.md"]:
+        yield path.name, path.read_text()
+    for path in sorted((ROOT / "notebooks").glob("0[0-6]*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        yield path.name, "\n".join("".join(c["source"]) for c in cells)
+
+
+def test_the_rung2_model_has_211520_parameters_wherever_it_is_quoted():
+    assert GPT(ModelConfig()).num_params() == 211_520
+    quoted = []
+    for name, text in _texts():
+        for line in text.splitlines():
+            if "GPT" in line or "rung 2" in line.lower() or "rung-2" in line or "211" in line or "212" in line:
+                quoted += [(name, m.group(1).strip()) for m in SIZE.finditer(line) if m.group(1)[:2] in ("21", "0.")]
+    assert quoted, "the README quotes the model's size"
+    wrong = [(name, q) for name, q in quoted if q != "211,520"]
+    assert not wrong, wrong
