@@ -35,12 +35,8 @@ class EvenLength(AddTask):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TOY_RL_CACHE", str(tmp_path_factory.mktemp("cache")))
-    torch.set_num_threads(1)
+def _cache(module_cache):
     yield
-    mp.undo()
 
 
 @pytest.fixture(scope="module")

@@ -45,12 +45,8 @@ FAST = dict(steps=4, prompts=2, group_size=4, eval_every=2, eval_size=8, checkpo
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TOY_RL_CACHE", str(tmp_path_factory.mktemp("cache")))
-    torch.set_num_threads(1)
+def _cache(module_cache):
     yield
-    mp.undo()
 
 
 @pytest.fixture
