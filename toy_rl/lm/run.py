@@ -130,12 +130,24 @@ def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device
     return policy
 
 
+def warm_policy(policy, task, model, progress: bool = False):
+    """``policy`` with the task's LoRA warm start (:mod:`toy_rl.lm.warmstart`) when the task asks for one
+    (``warm_start`` steps, e.g. the "search-warm" task), else unchanged. Every run of such a task, whatever its
+    seed, starts from the same cached adapters."""
+    steps = getattr(task, "warm_start", 0)
+    if steps:
+        from .warmstart import warm_start
+        warm_start(policy, task, steps, model=model_label(model), progress=progress)
+    return policy
+
+
 # ------------------------------------------------------------------------------------------ baseline
 
 def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, prompt_format: str | None = None,
              threads: int | None = 1, show: int = 3, max_new_tokens: int | None = None, **policy_kwargs) -> dict:
     """Held-out greedy accuracy of the untouched model (LoRA adapters start at zero, so this is
-    the pretrained model itself), on the same problems every run evaluates on.
+    the pretrained model itself; for a task with a LoRA warm start, the warm-started model every run starts
+    from), on the same problems every run evaluates on.
 
     Returns ``{"accuracy", "eval_size", "seconds", "model", "task", "prompt_format", "examples"}``;
     ``examples`` shows the first ``show`` problems with the model's answer. Pass ``policy`` to
@@ -146,7 +158,7 @@ def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, promp
     with cpu_threads(threads):
         t0 = time.perf_counter()
         if policy is None:
-            policy = make_policy(model, task, **policy_kwargs)
+            policy = warm_policy(make_policy(model, task, **policy_kwargs), task, model)
         if getattr(policy, "prompt_format", task.prompt_format) != task.prompt_format:
             raise ValueError(f"the policy reads {policy.prompt_format!r} prompts but the task writes "
                              f"{task.prompt_format!r} ones")
@@ -174,6 +186,7 @@ def train(spec, folder) -> list[dict]:
     checkpoint); keeps each update's batch in ``batches.pt`` unless the ``keep_batches`` option is False."""
     task = make_task("lm", spec.task)
     policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, **model_settings(spec))
+    policy = warm_policy(policy, task, spec.model, progress=spec.progress)
     captured: dict = {}
     keep = spec.option("keep_batches")
     with lock_run(folder):                          # the batches are this run's too: one writer at a time

@@ -204,6 +204,7 @@ class SearchTask(Task):
     shots: int = 3
     max_new_tokens: int = 96
     prompt_format: str = "plain"
+    warm_start: int = 0
 
     def __post_init__(self):
         if self.prompt_format != "plain":
@@ -213,6 +214,9 @@ class SearchTask(Task):
             raise ValueError(f"shots (worked examples in the prompt) must be an integer in 1..20; got {self.shots!r}")
         if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 8:
             raise ValueError(f"max_new_tokens must be an integer >= 8; got {self.max_new_tokens!r}")
+        if isinstance(self.warm_start, bool) or not isinstance(self.warm_start, int) or self.warm_start < 0:
+            raise ValueError(f"warm_start (LoRA warm-start steps before RL) must be an integer >= 0; "
+                             f"got {self.warm_start!r}")
         self._inner                                   # n_numbers and max_number checked by rung 2's task
 
     @cached_property

@@ -1,0 +1,112 @@
+"""toy_rl.lm.warmstart: the LoRA warm start on worked answers, and its cache (tiny random Llama, no download)."""
+import pytest
+
+pytest.importorskip("peft", reason="the llm extras are not installed (pip install 'toy_rl[llm]')")
+
+import torch  # noqa: E402
+from test_lm_run import tiny_llama  # noqa: E402
+
+from toy_rl.lm import ArithmeticTask  # noqa: E402
+from toy_rl.lm import warmstart as ws  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch, one_thread):
+    monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+
+
+class OneProblem(ArithmeticTask):
+    """Always the same question, so the loss of its worked answer can only fall if the adapters learn it."""
+    def generate(self, rng):
+        return super().generate(__import__("random").Random(0))
+
+
+def test_sft_lowers_the_answer_loss():
+    losses = ws.sft(tiny_llama(), OneProblem(), steps=40, batch=4, lr=3e-2)
+    assert len(losses) == 40
+    assert losses[-1] < 0.9 * losses[0]
+
+
+def test_only_the_adapters_move():
+    policy = tiny_llama()
+    frozen = {n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad}
+    before = policy.get_weights()
+    ws.sft(policy, ArithmeticTask(), steps=2, batch=4, lr=1e-2)
+    after = policy.get_weights()
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+    assert all(torch.equal(p, frozen[n]) for n, p in policy.model.named_parameters() if not p.requires_grad)
+
+
+def test_warm_start_is_cached_and_read_back(tmp_path, monkeypatch):
+    first = tiny_llama()
+    losses = ws.warm_start(first, ArithmeticTask(), steps=3, batch=4, model="tiny")
+    saved = list((tmp_path / "cache" / "lm-warmstart").glob("*/adapters.pt"))
+    assert len(saved) == 1
+    monkeypatch.setattr(ws, "sft", lambda *a, **k: pytest.fail("trained again instead of reading the cache"))
+    second = tiny_llama()
+    assert ws.warm_start(second, ArithmeticTask(), steps=3, batch=4, model="tiny") == losses
+    w1, w2 = first.get_weights(), second.get_weights()
+    assert all(torch.equal(w1[n], w2[n]) for n in w1)
+
+
+def test_other_settings_do_not_read_the_cache():
+    ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
+    calls = []
+    real = ws.sft
+    ws_sft = lambda *a, **k: calls.append(1) or real(*a, **k)
+    ws.sft, old = ws_sft, ws.sft
+    try:
+        ws.warm_start(tiny_llama(), ArithmeticTask(), steps=3, batch=4, model="tiny")
+        ws.warm_start(tiny_llama(), ArithmeticTask(digits=1), steps=2, batch=4, model="tiny")
+    finally:
+        ws.sft = old
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("steps", [0, -1, 2.5, True])
+def test_bad_steps_are_refused(steps):
+    with pytest.raises(ValueError, match="steps must be an integer >= 1"):
+        ws.sft(tiny_llama(), ArithmeticTask(), steps=steps)
+
+
+def test_a_task_without_worked_answers_is_refused():
+    class NoTarget:
+        def generate(self, rng):
+            raise AssertionError
+    with pytest.raises(ValueError, match="no worked answers"):
+        ws.sft(tiny_llama(), NoTarget(), steps=1)
+
+
+def test_runs_of_a_warm_task_start_from_the_same_adapters():
+    """warm_policy: whatever the run's seed drew for its fresh adapters, a task with warm_start > 0 replaces them
+    with the one cached warm start; a task without one is left alone."""
+    import dataclasses
+
+    from toy_rl.lm.run import warm_policy
+
+    @dataclasses.dataclass(frozen=True)
+    class WarmAdd(ArithmeticTask):
+        warm_start: int = 2
+
+    policies = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        policies.append(warm_policy(tiny_llama(), WarmAdd(), "tiny"))
+    a, b = (p.get_weights() for p in policies)
+    assert all(torch.equal(a[n], b[n]) for n in a)
+    assert any(w.abs().sum() > 0 for n, w in a.items() if "lora_B" in n)        # trained, not the zero init
+    torch.manual_seed(0)
+    plain = tiny_llama()
+    before = plain.get_weights()
+    after = warm_policy(plain, ArithmeticTask(), "tiny").get_weights()
+    assert all(torch.equal(before[n], after[n]) for n in before)
+
+
+def test_the_search_warm_task():
+    from toy_rl.experiments import make_task, task_label
+    from toy_rl.experiments.tasks import task_names
+    task = make_task("lm", "search-warm")
+    assert task.warm_start == 50 and task_label("lm", task) == "search-warm" and "search-warm" in task_names("lm")
+    assert task_label("lm", make_task("lm", "search")) == "search"
+    with pytest.raises(ValueError, match="warm_start"):
+        make_task("lm", "search", warm_start=-1)

@@ -1,0 +1,132 @@
+"""A supervised warm start for the LoRA rungs: a few steps of fine-tuning on the task's worked answers, cached.
+
+    from toy_rl.lm.warmstart import warm_start
+    losses = warm_start(policy, task, steps=60)     # trains the adapters, or reads them from the cache
+
+Why: RL needs groups with some right answers, and the untouched SmolLM2-135M-Instruct solves too few of
+rung 3's long-failure task ("search": 0-2 % right) for group advantages to have anything to push. As at
+rung 2 (:mod:`toy_rl.arithmetic.warmstart`), a short supervised phase on the task's own worked answers
+(``task.supervised_target``) brings the sampled accuracy into the range where RL can act, and the RL
+runs of every rule then start from the same adapters.
+
+Each step draws ``batch`` problems (``random.Random(seed)``, so a seed fixes the data), appends the worked
+answer and a newline (the stop token of the plain format) to each prompt, and takes one AdamW step on
+the mean negative log-likelihood of the answer tokens. Only the LoRA adapters train. The adapters are
+saved under ``<cache>/lm-warmstart/<key>/adapters.pt`` (tensors only, read back with
+``weights_only=True``) with the settings in ``meta.json``; the key hashes the model, task, LoRA shape and
+warm-start settings, so another setting never reads them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from ..rl.run_folder import load_state, save_state, write_text
+from .load import cache_root
+
+LR = 5e-4
+BATCH = 16
+# Seconds per warm-start step of BATCH sequences on SmolLM2-135M (1 torch thread, the "search" task's 3-shot
+# prompts): 30 steps took 411 s at a load average of 3-4 on this project's 2-core CPU (2026-12-01).
+SECONDS_PER_STEP = 14.0
+
+
+def _layout(policy, prompts: list[list[int]], answers: list[list[int]]):
+    """Left-padded prompts, right-padded answers: (ids, attention mask, prompt width, answer mask)."""
+    P, N = max(map(len, prompts)), max(map(len, answers))
+    pad = policy.pad_id
+    ids = [[pad] * (P - len(p)) + p + a + [pad] * (N - len(a)) for p, a in zip(prompts, answers)]
+    attn = [[0] * (P - len(p)) + [1] * (len(p) + len(a)) + [0] * (N - len(a)) for p, a in zip(prompts, answers)]
+    ids, attn = torch.tensor(ids, device=policy.device), torch.tensor(attn, device=policy.device)
+    return ids, attn, P, attn[:, P:].float()
+
+
+def answer_ids(policy, task, problem) -> list[int]:
+    """The worked answer's token ids, ending with a newline (what stops an answer in the plain format)."""
+    return policy.tokenizer(task.supervised_target(problem) + "\n", add_special_tokens=False).input_ids
+
+
+def sft(policy, task, steps: int, batch: int = BATCH, lr: float = LR, seed: int = 0, progress: bool = False):
+    """``steps`` AdamW steps on the answer tokens' negative log-likelihood; returns the loss of each step."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1; got {steps!r}")
+    if not hasattr(task, "supervised_target"):
+        raise ValueError(f"task {task!r} has no worked answers (supervised_target) to warm-start on")
+    rng = random.Random(seed)
+    params = policy.trainable_parameters()
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    was_training = policy.model.training
+    policy.model.train()
+    losses = []
+    bar = range(steps)
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(bar, desc="LoRA warm start", leave=False)
+    try:
+        for _ in bar:
+            problems = [task.generate(rng) for _ in range(batch)]
+            ids, attn, start, mask = _layout(policy, [policy.encode(p.prompt) for p in problems],
+                                             [answer_ids(policy, task, p) for p in problems])
+            logp, _ = policy.score(ids, attn, start)
+            loss = -(logp * mask).sum() / mask.sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            losses.append(float(loss.detach()))
+    finally:
+        policy.model.train(was_training)
+    return losses
+
+
+@torch.no_grad()
+def reset_adapters(policy, seed: int = 0) -> None:
+    """Fresh adapters drawn from ``seed`` alone, as peft draws them (A Kaiming-uniform, B zero): the warm start
+    is then the same whichever run (and RL seed) trains it first."""
+    g = torch.Generator().manual_seed(seed)
+    fresh = {}
+    for name, w in sorted(policy.get_weights().items()):
+        if "lora_B" in name:
+            fresh[name] = torch.zeros_like(w)
+        else:
+            fresh[name] = torch.nn.init.kaiming_uniform_(torch.empty_like(w), a=5 ** 0.5, generator=g)
+    policy.set_weights(fresh)
+
+
+def cache_key(settings: dict) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, seed: int = 0, model: str = "",
+               progress: bool = False, cache: bool = True) -> list[float]:
+    """Warm-start ``policy``'s adapters on ``task`` (:func:`sft` from :func:`reset_adapters`), or load them
+    when cached: either way the adapters are replaced, so every run that asks for the same warm start starts
+    from the same weights.
+
+    ``model`` names the base model in the cache key (with the adapters' shapes, the task and the
+    settings). Returns the losses (those stored with the cached adapters when loaded).
+    """
+    shapes = {n: list(w.shape) for n, w in policy.get_weights().items()}
+    settings = dict(model=str(model), task=repr(task), steps=steps, batch=batch, lr=lr, seed=seed,
+                    adapters=hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:16])
+    folder = Path(cache_root()).parent / "lm-warmstart" / cache_key(settings)
+    if cache and (folder / "adapters.pt").is_file():
+        policy.set_weights(load_state(folder / "adapters.pt"))
+        return json.loads((folder / "meta.json").read_text())["losses"]
+    from .. import eta
+    eta.announce(f"training the rung-3 LoRA warm start ({steps} steps, not cached in {folder.parent})",
+                 steps * SECONDS_PER_STEP * batch / BATCH)
+    t0 = time.perf_counter()
+    reset_adapters(policy, seed)
+    losses = sft(policy, task, steps, batch, lr, seed, progress)
+    if cache:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_state(folder / "adapters.pt", policy.get_weights())
+        write_text(folder / "meta.json", json.dumps(dict(settings, losses=losses,
+                                                         seconds=round(time.perf_counter() - t0, 1)), indent=1))
+    return losses
