@@ -189,13 +189,23 @@ class SearchTask(Task):
     (the last try on the first line reads ``a+b=s`` with a and b among the given numbers and a + b = s = the
     target). ``max_number`` sets how hard the sums are.
 
-    Not yet a comparison setting: RL needs groups with some right answers, and no setting measured so far
-    gives SmolLM2-135M-Instruct the 10-30 % base accuracy a comparison needs (greedy, 48 held-out problems,
-    budget 96 tokens, this 2-core CPU): 3 shots, 6 numbers up to 9: 0 % right, wrong answers 11.5 tokens (it
-    stops after a miss; 0 % and 12.3 tokens sampled at temperature 1); 3 shots, numbers up to 30: 2.1 %,
-    right answers 10 tokens, wrong 33.7 (a length ratio of 3.4: the long failures are there); 8 shots, 4
-    numbers up to 9: 0 %, wrong answers 61 tokens (it finds the pair, then keeps trying, and an answer that
-    does not end at its hit scores 0).
+    The untouched model is too weak for RL here: no setting measured gives SmolLM2-135M-Instruct the right
+    answers a GRPO group needs (greedy, 48 held-out problems, budget 96 tokens, this 2-core CPU): 3 shots, 6
+    numbers up to 9: 0 % right, wrong answers 11.5 tokens (it stops after a miss; 0 % and 12.3 tokens sampled
+    at temperature 1); 3 shots, numbers up to 30: 2.1 %, right answers 10 tokens, wrong 33.7 (a length ratio of
+    3.4: the long failures are there); 8 shots, 4 numbers up to 9: 0 %, wrong answers 61 tokens (it finds the
+    pair, then keeps trying, and an answer that does not end at its hit scores 0).
+
+    ``warm_start`` > 0 first fine-tunes the LoRA adapters for that many steps on worked answers
+    (:mod:`toy_rl.lm.warmstart`, cached; every run of the task starts from them), as rung 2 warm-starts its
+    GPT. The task "search-warm" (50 steps) is rung 3's negatives-dominate setting: after the warm start the
+    model keeps trying pairs until it finds the hit or the budget ends, so failures run on. Its pilot
+    (``toy-rl pilot --rung 3 --task search-warm``, see the README) measured training batches with about 60 %
+    right answers of ~24 tokens against wrong ones of 74-87 (λ_A ≈ 3, ρ before BAPO's search ≈ 0.24), above
+    the 10-30 % base accuracy the protocol asks for. Fewer warm-start steps lower the accuracy, but in a trial
+    at 20 steps the model had not yet learned to keep trying: it stopped after a few misses, right and wrong
+    answers were equally long, λ ≈ 1. ``python -m toy_rl.lm.length_probe --task search-warm`` reads λ and the
+    accuracy of a sampled batch before any RL.
     """
     name: ClassVar[str] = "lm-search"
     answer_format: ClassVar[str] = "tries 'a+b=sum' separated by spaces, the last reaching the target, then a newline"

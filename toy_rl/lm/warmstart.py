@@ -32,8 +32,9 @@ from .load import cache_root
 LR = 5e-4
 BATCH = 16
 # Seconds per warm-start step of BATCH sequences on SmolLM2-135M (1 torch thread, the "search" task's 3-shot
-# prompts): 30 steps took 411 s at a load average of 3-4 on this project's 2-core CPU (2026-12-01).
-SECONDS_PER_STEP = 14.0
+# prompts), as meta.json logs it: `toy-rl pilot --rung 3 --task search-warm` on a fresh cache trained its 50 steps
+# in 730 s at a load average of ~4 on this project's 2-core CPU (2026-12-02).
+SECONDS_PER_STEP = 14.6
 
 
 def _layout(policy, prompts: list[list[int]], answers: list[list[int]]):
