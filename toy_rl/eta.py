@@ -62,6 +62,9 @@ RL_RATES = {
     ("lm", "add", False): Rate(
         8.2, 64, "logged: toy-rl figures --only 06 ran 3 runs of toy-rl lora --rule all --staleness 4, 40 updates "
                  "each, 986 s (runs/smollm2-135m-add, 2026-12-01, load 1.0)"),
+    ("lm", "search-warm", False): Rate(
+        122.0, 64, "logged: toy-rl pilot --rung 3 --task search-warm, 2 runs x 8 updates of up to 96 tokens, 1,947 s "
+                   "of runs, held-out evaluations included (runs/pilot/smollm2-135m-search-warm, 2026-12-02, load ~4)"),
     ("lm", "add-cot", False): Rate(
         143.0, 64, "logged: toy-rl pilot --rung 3 --task add-cot, 2 runs x 8 updates of up to 128 tokens, 2,297 s "
                    "(runs/pilot/smollm2-135m-add-cot, 2026-11-30)"),
