@@ -68,9 +68,11 @@ KERNEL_IDLE_JS = """() => {
   return kernel && s !== null && s.getAttribute('data-status') === 'idle';
 }"""
 
-# The interact box of the slider cell: its sliders (label, readout), its figure and its summary.
-STATE_JS = """() => {
-  const box = document.querySelector('.widget-interact');
+def box_state_js(selector: str, extra: str = "") -> str:
+    """A JS function reading the widget box ``selector``: its sliders (label, readout), its figure, its text
+    output and any error; ``extra`` adds fields (JS ``key: value,`` pairs, with ``box`` in scope)."""
+    return """() => {
+  const box = document.querySelector('%s');
   if (box === null) return null;
   const sliders = {};
   for (const s of box.querySelectorAll('.widget-slider')) {
@@ -81,11 +83,15 @@ STATE_JS = """() => {
   const img = out ? out.querySelector('img') : null;
   const pre = out ? [...out.querySelectorAll('.jp-RenderedText pre')].map(p => p.textContent).join('\\n') : '';
   const err = out ? out.querySelector('[data-mime-type="application/vnd.jupyter.stderr"]') : null;
-  return {sliders, pre,
+  return {sliders, pre, %s
           img: img && img.complete && img.naturalWidth > 0 ? img.src : null,
           imgWidth: img ? img.naturalWidth : 0,
           error: err ? err.textContent.slice(0, 2000) : null};
-}"""
+}""" % (selector, extra)
+
+
+# The interact box of the slider cell: its sliders (label, readout), its figure and its summary.
+STATE_JS = box_state_js(".widget-interact")
 
 
 def _chromium() -> str | None:
@@ -339,26 +345,10 @@ def test_c_high_slider_redraws_figure_and_summary(browser_page, lab):
 # Notebook 04's live run: the box (CSS class toy-rl-live-run) of toy_rl.arithmetic.views.live.live_widget.
 LIVE_KERNEL_S = 240      # Run All: torch, the tiny warm start, a short baseline of 3 rules x 2 seeds, the first run
 LIVE_REDRAW_S = 90       # one short run after Run (smoke: a few updates of the tiny model) and its figure
-LIVE_STATE_JS = """() => {
-  const box = document.querySelector('.toy-rl-live-run');
-  if (box === null) return null;
-  const sliders = {};
-  for (const s of box.querySelectorAll('.widget-slider')) {
-    const label = s.querySelector('.widget-label'), readout = s.querySelector('.widget-readout');
-    if (label && readout) sliders[label.textContent.trim()] = readout.textContent.trim();
-  }
-  const out = box.querySelector('.widget-output');
-  const img = out ? out.querySelector('img') : null;
-  const pre = out ? [...out.querySelectorAll('.jp-RenderedText pre')].map(p => p.textContent).join('\\n') : '';
-  const err = out ? out.querySelector('[data-mime-type="application/vnd.jupyter.stderr"]') : null;
-  const button = box.querySelector('button');
-  const labels = [...box.querySelectorAll('.widget-label-basic, .widget-label')].map(e => e.textContent.trim());
-  return {sliders, pre, labels,
-          img: img && img.complete && img.naturalWidth > 0 ? img.src : null,
-          imgWidth: img ? img.naturalWidth : 0,
-          button: button ? button.textContent.trim() : null, buttonDisabled: button ? button.disabled : null,
-          error: err ? err.textContent.slice(0, 2000) : null};
-}"""
+LIVE_STATE_JS = box_state_js(".toy-rl-live-run", """
+          labels: [...box.querySelectorAll('.widget-label-basic, .widget-label')].map(e => e.textContent.trim()),
+          button: box.querySelector('button') ? box.querySelector('button').textContent.trim() : null,
+          buttonDisabled: box.querySelector('button') ? box.querySelector('button').disabled : null,""")
 
 
 def test_live_run_redraws_after_run(browser_page, live_lab):
