@@ -110,3 +110,21 @@ def test_the_search_warm_task():
     assert task_label("lm", make_task("lm", "search")) == "search"
     with pytest.raises(ValueError, match="warm_start"):
         make_task("lm", "search", warm_start=-1)
+
+
+def test_is_cached_after_a_warm_start():
+    assert not ws.is_cached(ArithmeticTask(), 2, "tiny", batch=4)
+    ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
+    assert ws.is_cached(ArithmeticTask(), 2, "tiny", batch=4)
+    assert not ws.is_cached(ArithmeticTask(), 3, "tiny", batch=4)
+
+
+def test_the_up_front_line_names_the_warm_start(tmp_path):
+    """A plan of search-warm runs on SmolLM2 (not trained here) adds the warm start while it is not cached."""
+    from toy_rl import eta
+    from toy_rl.experiments import make_spec
+    from toy_rl.lm.warmstart import SECONDS_PER_STEP
+    spec = make_spec("lm", "search-warm", rule="bapo", steps=8, out=str(tmp_path), device="cpu")
+    plan = eta.Plan(specs=[spec])
+    assert "rung-3 LoRA warm start for search-warm (not cached)" in plan.describe()
+    assert plan.seconds() == pytest.approx(eta.run_seconds(spec) + 50 * SECONDS_PER_STEP)

@@ -244,10 +244,27 @@ class Plan:
                 out.append((task, config, warmstart_seconds(task, config)))
         return out
 
+    def _lm_warm(self) -> list:
+        """Rung 3's LoRA warm starts the runs will train first (not cached yet), as (task label, seconds)."""
+        from .experiments.layout import model_label
+        from .experiments.tasks import make_task, task_label
+        from .lm.warmstart import SECONDS_PER_STEP, is_cached
+        out = {}
+        for s in self.specs:
+            if s.rung != "lm" or run_seconds(s) is None:
+                continue
+            task = make_task("lm", s.task)
+            steps = getattr(task, "warm_start", 0)
+            label = task_label("lm", task)
+            if steps and label not in out and not is_cached(task, steps, model_label(s.model)):
+                out[label] = steps * SECONDS_PER_STEP
+        return list(out.items())
+
     def seconds(self) -> float:
         runs = [run_seconds(s) for s in self.specs]
         total = sum(r for r in runs if r) / max(1, min(self.workers, len(self.specs) or 1))
-        return total + sum(w for _, _, w in self._warm()) + sum(s for _, s in self.extra)
+        return (total + sum(w for _, _, w in self._warm()) + sum(s for _, s in self.extra)
+                + sum(w for _, w in self._lm_warm()))
 
     def describe(self) -> str:
         from .arithmetic.tasks import get_task
@@ -267,6 +284,9 @@ class Plan:
         if warm:
             names = ", ".join(sorted({get_task(t).name for t, _, _ in warm}))
             parts.append(f"the rung-2 warm start{'s' if len(warm) > 1 else ''} for {names} (not cached)")
+        lm_warm = self._lm_warm()
+        if lm_warm:
+            parts.append(f"the rung-3 LoRA warm start for {', '.join(t for t, _ in lm_warm)} (not cached)")
         parts += [what for what, s in self.extra if s]
         if not parts:
             return ""

@@ -99,6 +99,24 @@ def reset_adapters(policy, seed: int = 0) -> None:
     policy.set_weights(fresh)
 
 
+def _settings(task, steps, batch, lr, seed, model) -> dict:
+    return dict(model=str(model), task=repr(task), steps=steps, batch=batch, lr=lr, seed=seed)
+
+
+def is_cached(task, steps: int, model: str = "", batch: int = BATCH, lr: float = LR, seed: int = 0) -> bool:
+    """Whether a warm start with these settings is in the cache (for any adapter shape): what the up-front
+    time estimate (:mod:`toy_rl.eta`) asks before a run that will need one."""
+    want = _settings(task, steps, batch, lr, seed, model)
+    for meta in (Path(cache_root()).parent / "lm-warmstart").glob("*/meta.json"):
+        try:
+            found = json.loads(meta.read_text())
+        except (OSError, ValueError):
+            continue
+        if all(found.get(k) == v for k, v in want.items()) and (meta.parent / "adapters.pt").is_file():
+            return True
+    return False
+
+
 def cache_key(settings: dict) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -113,7 +131,7 @@ def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, see
     settings). Returns the losses (those stored with the cached adapters when loaded).
     """
     shapes = {n: list(w.shape) for n, w in policy.get_weights().items()}
-    settings = dict(model=str(model), task=repr(task), steps=steps, batch=batch, lr=lr, seed=seed,
+    settings = dict(_settings(task, steps, batch, lr, seed, model),
                     adapters=hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:16])
     folder = Path(cache_root()).parent / "lm-warmstart" / cache_key(settings)
     if cache and (folder / "adapters.pt").is_file():
