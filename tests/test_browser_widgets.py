@@ -94,6 +94,16 @@ def box_state_js(selector: str, extra: str = "") -> str:
 STATE_JS = box_state_js(".widget-interact")
 
 
+def _open_and_run_all(page, lab) -> None:
+    """Open ``lab``'s notebook, wait for its kernel (up, nothing queued), then Run → Run All Cells through the
+    menu bar, as a learner would."""
+    page.goto(lab.url, timeout=PAGE_S * 1000)
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=PAGE_S * 1000)
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=KERNEL_S * 1000)
+    page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
+    page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+
+
 def _chromium() -> str | None:
     for candidate in (os.environ.get("TOY_RL_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium"),
                       shutil.which("chromium-browser")):
@@ -271,13 +281,7 @@ def test_c_high_slider_redraws_figure_and_summary(browser_page, lab):
     SHOTS.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        page.goto(lab.url, timeout=PAGE_S * 1000)
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=PAGE_S * 1000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=KERNEL_S * 1000)     # kernel up, nothing queued
-
-        # Run → Run All Cells, through the menu bar as a learner would.
-        page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
-        page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+        _open_and_run_all(page, lab)
 
         # The sliders, the first figure and the first summary.
         _wait_accepting_kernel_dialog(
@@ -359,11 +363,7 @@ def test_live_run_redraws_after_run(browser_page, live_lab):
     started = time.monotonic()
     want_before, want_after = "your run: bapo (ρ0 0.4, from [0.6, 1.2])", "your run: bapo (ρ0 0.4, from [0.6, 1.3])"
     try:
-        page.goto(lab.url, timeout=PAGE_S * 1000)
-        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=PAGE_S * 1000)
-        page.wait_for_function(KERNEL_IDLE_JS, timeout=KERNEL_S * 1000)
-        page.locator("#jp-MainMenu .lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
-        page.locator(".lm-Menu-content .lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+        _open_and_run_all(page, lab)
 
         # The widget with its first run (drawn from the cache: the cell before ran the same rule).
         _wait_accepting_kernel_dialog(

@@ -248,7 +248,7 @@ class Plan:
         """Rung 3's LoRA warm starts the runs will train first (not cached yet), as (task label, seconds)."""
         from .experiments.layout import model_label
         from .experiments.tasks import make_task, task_label
-        from .lm.warmstart import SECONDS_PER_STEP, is_cached
+        from .lm.warmstart import estimated_seconds, is_cached
         out = {}
         for s in self.specs:
             if s.rung != "lm" or run_seconds(s) is None:
@@ -257,7 +257,7 @@ class Plan:
             steps = getattr(task, "warm_start", 0)
             label = task_label("lm", task)
             if steps and label not in out and not is_cached(task, steps, model_label(s.model)):
-                out[label] = steps * SECONDS_PER_STEP
+                out[label] = estimated_seconds(steps)
         return list(out.items())
 
     def seconds(self) -> float:

@@ -25,6 +25,8 @@ import torch
 from ..advantages import group_advantages
 from ..experiments.tasks import make_task, task_label
 from ..rl.diagnostics import balance_at_start
+from ..threads import cpu_threads
+from .load import SMOLLM2
 from .run import make_policy, rl_defaults, warm_policy
 
 SEED = 123          # the problems' draw, apart from the held-out set and every run's training draws
@@ -40,7 +42,7 @@ def budget_row(rewards: torch.Tensor, lengths: torch.Tensor, budget: int) -> dic
     mean = lambda x: float(x.float().mean()) if x.numel() else None
     return dict(budget=budget, accuracy=mean(right), len_right=mean(lengths[right]), len_wrong=mean(lengths[~right]),
                 lambda_mass=bal["lambda_mass"], rho=bal["rho_start_all"],
-                mixed_groups=int(((rewards > 0).any(1) & (rewards == 0).any(1)).sum()), groups=rewards.shape[0])
+                mixed_groups=int((right.any(1) & (~right).any(1)).sum()), groups=rewards.shape[0])
 
 
 def probe(task="add-cot", prompts: int = 16, group: int = 8, budgets=(64, 128), temperature: float | None = None,
@@ -53,8 +55,8 @@ def probe(task="add-cot", prompts: int = 16, group: int = 8, budgets=(64, 128), 
         raise ValueError(f"budgets must be positive token counts; got {budgets}")
     task = make_task("lm", task)
     temperature = rl_defaults(task).get("temperature", 1.0) if temperature is None else temperature
-    kw = {} if model is None else {"model": model}
-    policy = warm_policy(make_policy(task=task, seed=seed, **kw), task, model or "smollm2-135m")
+    model = SMOLLM2 if model is None else model
+    policy = warm_policy(make_policy(model, task, seed), task, model)
     rng = random.Random(SEED)
     problems = [task.generate(rng) for _ in range(prompts)]
     t0 = time.perf_counter()
@@ -80,8 +82,8 @@ def main(argv=None) -> int:
     ap.add_argument("--temperature", type=float, default=None, help="default: the task's RL temperature")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    result = probe(a.task, a.prompts, a.group, a.budgets, a.temperature)
+    with cpu_threads(1):
+        result = probe(a.task, a.prompts, a.group, a.budgets, a.temperature)
     if a.json:
         print(json.dumps(result))
         return 0

@@ -37,6 +37,16 @@ BATCH = 16
 SECONDS_PER_STEP = 14.6
 
 
+def cache_dir() -> Path:
+    """``<cache>/lm-warmstart``, one folder per warm start beneath it."""
+    return Path(cache_root()).parent / "lm-warmstart"
+
+
+def estimated_seconds(steps: int, batch: int = BATCH) -> float:
+    """The time a warm start of ``steps`` steps of ``batch`` answers takes here (:data:`SECONDS_PER_STEP`)."""
+    return steps * SECONDS_PER_STEP * batch / BATCH
+
+
 def _layout(policy, prompts: list[list[int]], answers: list[list[int]]):
     """Left-padded prompts, right-padded answers: (ids, attention mask, prompt width, answer mask)."""
     P, N = max(map(len, prompts)), max(map(len, answers))
@@ -107,7 +117,7 @@ def is_cached(task, steps: int, model: str = "", batch: int = BATCH, lr: float =
     """Whether a warm start with these settings is in the cache (for any adapter shape): what the up-front
     time estimate (:mod:`toy_rl.eta`) asks before a run that will need one."""
     want = _settings(task, steps, batch, lr, seed, model)
-    for meta in (Path(cache_root()).parent / "lm-warmstart").glob("*/meta.json"):
+    for meta in cache_dir().glob("*/meta.json"):
         try:
             found = json.loads(meta.read_text())
         except (OSError, ValueError):
@@ -117,7 +127,8 @@ def is_cached(task, steps: int, model: str = "", batch: int = BATCH, lr: float =
     return False
 
 
-def cache_key(settings: dict) -> str:
+def cache_key(settings) -> str:
+    """A short hash of ``settings`` (anything JSON can write)."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -131,15 +142,14 @@ def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, see
     settings). Returns the losses (those stored with the cached adapters when loaded).
     """
     shapes = {n: list(w.shape) for n, w in policy.get_weights().items()}
-    settings = dict(_settings(task, steps, batch, lr, seed, model),
-                    adapters=hashlib.sha256(json.dumps(shapes, sort_keys=True).encode()).hexdigest()[:16])
-    folder = Path(cache_root()).parent / "lm-warmstart" / cache_key(settings)
+    settings = dict(_settings(task, steps, batch, lr, seed, model), adapters=cache_key(shapes))
+    folder = cache_dir() / cache_key(settings)
     if cache and (folder / "adapters.pt").is_file():
         policy.set_weights(load_state(folder / "adapters.pt"))
         return json.loads((folder / "meta.json").read_text())["losses"]
     from .. import eta
     eta.announce(f"training the rung-3 LoRA warm start ({steps} steps, not cached in {folder.parent})",
-                 steps * SECONDS_PER_STEP * batch / BATCH)
+                 estimated_seconds(steps, batch))
     t0 = time.perf_counter()
     reset_adapters(policy, seed)
     losses = sft(policy, task, steps, batch, lr, seed, progress)
