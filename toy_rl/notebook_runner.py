@@ -36,12 +36,18 @@ def parameters_index(nb) -> int:
     return hits[0]
 
 
-def with_smoke(nb):
-    """A copy of ``nb`` with ``SMOKE = True`` inserted right after its parameters cell."""
+def with_cell(nb, source: str):
+    """A copy of ``nb`` with a code cell ``source`` (tagged "injected-parameters") right after its parameters cell:
+    papermill's way of setting parameters without editing the notebook."""
     nb = nbformat.from_dict(nb)
-    cell = nbformat.v4.new_code_cell(SMOKE_SOURCE, metadata={"tags": ["injected-parameters"]})
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
     nb.cells.insert(parameters_index(nb) + 1, cell)
     return nb
+
+
+def with_smoke(nb):
+    """A copy of ``nb`` with ``SMOKE = True`` inserted right after its parameters cell."""
+    return with_cell(nb, SMOKE_SOURCE)
 
 
 def this_python_kernel() -> KernelManager:
@@ -50,15 +56,18 @@ def this_python_kernel() -> KernelManager:
     return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
 
 
-def run_notebook(path, smoke: bool = True, timeout: int = 600):
+def run_notebook(path, smoke: bool = True, timeout: int = 600, inject: str | None = None):
     """Execute the notebook at ``path`` top to bottom, in its own folder; return the executed notebook.
 
     ``smoke``: insert ``SMOKE = True`` after the "parameters" cell (which must exist).
+    ``inject``: source of a cell inserted there instead (parameters set without editing the notebook).
     ``timeout``: seconds allowed per cell. Raises NotebookError naming the failing cell and its error.
     """
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
-    if smoke:
+    if inject is not None:
+        nb = with_cell(nb, inject)
+    elif smoke:
         nb = with_smoke(nb)
     client = NotebookClient(nb, km=this_python_kernel(), timeout=timeout,
                             resources={"metadata": {"path": str(path.parent.resolve())}})

@@ -93,6 +93,6 @@ def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = Non
         for g in grids:
             res.update(sweep(g))
     steps = overrides.get("steps", DEFAULTS["steps"])
+    verb = "computed now into" if todo else "loaded from the notebook's own sweep in"
     return ({key: res[key] for key in wanted},
-            f"computed now into {Path(quick_out) / where.name} ({seeds} seeds, {steps} steps each; "
-            f"the full sweep: see the README)")
+            f"{verb} {Path(quick_out) / where.name} ({seeds} seeds, {steps} steps each; the full sweep: see the README)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 from ..eta import Plan, up_front
@@ -49,9 +50,16 @@ def _with_seed(records: list[dict], seed) -> list[dict]:
     return records
 
 
+LOGGED_ONLY = "TOY_RL_LOGGED_ONLY"   # set to 1: read finished runs only; a missing one is an error, not trained
+
+
 def _train(specs: list[RunSpec]) -> list[list[dict]]:
     """Train runs of one (scenario, rule) cell that differ only in their seed; a backend with ``train_seeds``
-    (rung 1) runs them side by side."""
+    (rung 1) runs them side by side. With ``TOY_RL_LOGGED_ONLY=1`` in the environment (how the committed
+    executed notebooks are made and checked, :mod:`toy_rl.course`) nothing trains: FileNotFoundError."""
+    if os.environ.get(LOGGED_ONLY, "").strip() not in ("", "0"):
+        raise FileNotFoundError(f"{run_dir(specs[0])} holds no finished run with this config, and {LOGGED_ONLY} is "
+                                f"set (finished runs are read, none is trained): {len(specs)} run(s) missing")
     be = backend(specs[0].rung)
     with cpu_threads(specs[0].threads):
         if hasattr(be, "train_seeds"):

@@ -1,0 +1,165 @@
+"""The executed notebooks in docs/course/ are made from the committed logs in results/ and stay current.
+
+The last test executes every notebook again from those logs (nothing trains) and fails on any output that no
+longer matches its committed copy: rebuild with `toy-rl course build`.
+"""
+import base64
+import io
+import json
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from toy_rl.course import COURSE, NOTEBOOKS, RESULTS, check, collect
+from toy_rl.course.execute import logs_cell, notebooks
+from toy_rl.course.logs import KEPT, LOGGED, size
+from toy_rl.course.outputs import clean, compare, image_rms, normalise, palette_png
+from toy_rl.experiments import make_spec, run
+from toy_rl.experiments.runner import LOGGED_ONLY
+
+COPIES = sorted(COURSE.glob("*.ipynb"))
+
+
+def _png(value: int, size=(40, 30)) -> str:
+    buf = io.BytesIO()
+    Image.fromarray(np.full((size[1], size[0], 3), value, dtype=np.uint8)).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _executed(*outputs_per_cell, sources=None):
+    cells = []
+    for i, outputs in enumerate(outputs_per_cell):
+        cell = nbformat.v4.new_code_cell(sources[i] if sources else f"x = {i}")
+        cell.outputs = [nbformat.from_dict(o) for o in outputs]
+        cells.append(cell)
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def _stdout(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def _image(png):
+    return {"output_type": "display_data", "metadata": {}, "data": {"image/png": png, "text/plain": "<Figure>"}}
+
+
+def test_logs_cell_points_every_runs_parameter_at_the_results():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        'SMOKE = False\nRUNS = "../runs"   # logs\nQUICK_OUT = "../runs/arithmetic-notebook"\nTASK = "add"\n'
+        'SEEDS = 3', metadata={"tags": ["parameters"]})])
+    source = logs_cell(nb)
+    assert "RUNS = '../results'" in source and "QUICK_OUT = '../results/arithmetic-notebook'" in source
+    assert "TASK" not in source and "SMOKE" not in source
+
+
+def test_nothing_trains_with_logged_only(tmp_path, monkeypatch):
+    spec = make_spec("arithmetic", "add", rule="symmetric", staleness=0, seed=0, out=tmp_path, smoke=True)
+    monkeypatch.setenv(LOGGED_ONLY, "1")
+    with pytest.raises(FileNotFoundError, match="no finished run"):
+        run(spec)
+    assert not any(tmp_path.rglob("metrics.jsonl"))
+
+
+def test_clean_keeps_text_and_figures_drops_stderr_and_widgets():
+    nb = _executed([_stdout("kept\n"), {"output_type": "stream", "name": "stderr", "text": "100%|####|"},
+                    {"output_type": "display_data", "metadata": {},
+                     "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "abc"},
+                              "text/plain": "interactive(...)"}},
+                    _image(_png(90))])
+    nb.metadata["widgets"] = {"state": {}}
+    nb.cells[0].metadata["execution"] = {"iopub.status.busy": "2026"}
+    out = clean(nb)
+    kinds = [(o.output_type, o.get("name"), sorted(o.get("data", {}))) for o in out.cells[0].outputs]
+    assert kinds == [("stream", "stdout", []), ("display_data", None, ["text/plain"]),
+                     ("display_data", None, ["image/png", "text/plain"])]
+    assert "widgets" not in out.metadata and "execution" not in out.cells[0].metadata
+    assert image_rms(out.cells[0].outputs[2].data["image/png"], _png(90)) < 1.0
+
+
+def test_palette_png_is_smaller_and_looks_the_same():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5, 3), dpi=120)
+    for k in range(6):
+        ax.plot(np.sin(np.linspace(0, 6, 200) + k), label=f"curve {k}")
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    raw = base64.b64encode(buf.getvalue()).decode("ascii")
+    small = palette_png(raw)
+    assert len(small) < len(raw) and image_rms(raw, small) < 2.0
+
+
+def test_normalise_masks_durations_and_addresses_only():
+    a = normalise("trained in 0.8 s; 12 min in all; <object at 0x7f12ab34cd>; accuracy 0.535   \n")
+    b = normalise("trained in 1.3 s; 9 min in all; <object at 0x7f99ff00ee>; accuracy 0.535")
+    assert a == b
+    assert normalise("accuracy 0.535") != normalise("accuracy 0.536")
+
+
+def test_compare_finds_what_changed():
+    base = _executed([_stdout("accuracy 0.50 in 3 s\n")], [_image(_png(100))])
+    assert compare(base, _executed([_stdout("accuracy 0.50 in 4 s\n")], [_image(_png(101))])) == []
+    text = compare(base, _executed([_stdout("accuracy 0.51 in 3 s\n")], [_image(_png(100))]))
+    assert len(text) == 1 and "code cell 1" in text[0] and "0.51" in text[0]
+    figure = compare(base, _executed([_stdout("accuracy 0.50 in 3 s\n")], [_image(_png(160))]))
+    assert len(figure) == 1 and "figure differs" in figure[0]
+    assert "source changed" in compare(base, _executed([_stdout("accuracy 0.50\n")], [_image(_png(100))],
+                                                       sources=["y = 0", "x = 1"]))[0]
+    assert "code cells" in compare(base, _executed([_stdout("accuracy 0.50\n")]))[0]
+    missing = compare(base, _executed([_stdout("accuracy 0.50 in 3 s\n")], []))
+    assert "outputs" in missing[0]
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
+    assert compare(base, _executed([error], [_image(_png(100))]))
+
+
+def test_collect_copies_logs_not_checkpoints(tmp_path):
+    folder = tmp_path / "runs" / "exp" / "on-policy" / "bapo" / "seed0"
+    folder.mkdir(parents=True)
+    for name in ("metrics.jsonl", "config.json", "checkpoint.pt", ".lock"):
+        (folder / name).write_text("{}")
+    written = collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"})
+    assert [p.relative_to(tmp_path / "results").as_posix() for p in written] == ["exp/on-policy/bapo/seed0"]
+    assert sorted(p.name for p in written[0].iterdir()) == ["config.json", "metrics.jsonl"]
+    with pytest.raises(FileNotFoundError, match="make it first"):
+        collect(tmp_path / "runs", tmp_path / "results", {"other": "make it first"})
+
+
+def test_unknown_notebook_is_a_clear_error():
+    with pytest.raises(ValueError, match="no notebook named 99"):
+        notebooks(["99"])
+
+
+def test_committed_logs_are_data_only_and_small():
+    files = [p for p in RESULTS.rglob("*") if p.is_file() and p.name != "README.md"]
+    assert files, "results/ holds no logs: toy-rl course collect"
+    assert {p.name for p in files} <= set(KEPT)
+    assert {p.relative_to(RESULTS).parts[0] for p in files} <= {name.split("/")[0] for name in LOGGED}
+    for p in files:
+        if p.name == "config.json":
+            assert isinstance(json.loads(p.read_text()), dict)
+        elif p.name == "batches.pt":
+            torch.load(p, weights_only=True)       # tensors only: nothing in results/ runs code when loaded
+    assert size(RESULTS) < 25e6
+
+
+def test_every_notebook_has_an_executed_copy_and_they_are_light():
+    assert [p.name for p in COPIES] == [p.name for p in sorted(NOTEBOOKS.glob("*.ipynb"))]
+    assert sum(p.stat().st_size for p in COPIES) < 12e6
+    for p in COPIES:
+        nb = nbformat.read(p, as_version=4)
+        errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert not errors and any(c.outputs for c in nb.cells if c.cell_type == "code")
+        assert any("inserted by toy_rl.course" in c.source for c in nb.cells), f"{p.name} was not built from results/"
+
+
+@pytest.mark.parametrize("path", COPIES, ids=[p.name for p in COPIES])
+def test_committed_copy_matches_a_fresh_execution_from_the_logs(path):
+    differences = check([path.stem])[path.name]
+    assert not differences, (f"{path.name} is stale ({len(differences)} differences; rebuild with "
+                             f"`toy-rl course build {path.stem[:2]}`):\n" + "\n".join(differences[:20]))

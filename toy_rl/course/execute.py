@@ -1,0 +1,143 @@
+"""Run a notebook in full mode from the committed logs, and build or check the executed copies.
+
+The notebooks' parameters name their run folders relative to ``notebooks/`` (``RUNS = "../runs"`` and the like).
+:func:`logs_cell` re-points every such parameter at ``../results`` in a cell inserted after the parameters
+cell (papermill's convention, visible in the executed copy), and :func:`execute_from_logs` runs the notebook
+with :data:`~toy_rl.experiments.runner.LOGGED_ONLY` set, so a run missing from the logs is an error naming it.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import os
+import platform
+import time
+from pathlib import Path
+
+import nbformat
+
+from ..experiments.runner import LOGGED_ONLY
+from ..notebook_runner import parameters_index, run_notebook
+from ..smoke import ENV as SMOKE_ENV
+from .logs import COURSE, NOTEBOOKS, RESULTS, size
+from .outputs import clean, compare
+
+RUNS_PREFIX = "../runs"
+
+
+def logs_cell(nb, results=RESULTS) -> str:
+    """Source of the cell that re-points each ``NAME = "../runs..."`` parameter at ``results`` (relative to the
+    notebooks folder, as the parameters are)."""
+    rel = os.path.relpath(Path(results).resolve(), NOTEBOOKS)
+    lines = ["# inserted by toy_rl.course: read the committed run logs, train nothing (TOY_RL_LOGGED_ONLY=1)"]
+    for node in ast.parse(nb.cells[parameters_index(nb)].source).body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+                and node.value.value.startswith(RUNS_PREFIX)):
+            value = Path(rel + node.value.value[len(RUNS_PREFIX):]).as_posix()
+            lines += [f"{t.id} = {value!r}" for t in node.targets if isinstance(t, ast.Name)]
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def environment(**values):
+    """Set environment variables (the kernel inherits them) for the duration of the block."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute_from_logs(path, results=RESULTS, timeout: int = 1800):
+    """The notebook at ``path`` executed in full mode from the logs under ``results``, its outputs cleaned
+    (:func:`toy_rl.course.outputs.clean`). NotebookError if a cell fails (a missing run among them)."""
+    path = Path(path)
+    cell = logs_cell(nbformat.read(path, as_version=4), results)
+    with environment(**{LOGGED_ONLY: "1", SMOKE_ENV: "0"}):
+        return clean(run_notebook(path, smoke=False, timeout=timeout, inject=cell))
+
+
+def notebooks(names=None) -> list[Path]:
+    """notebooks/*.ipynb, or those whose file name starts with one of ``names`` ("04", "04_arithmetic...")."""
+    found = sorted(NOTEBOOKS.glob("*.ipynb"))
+    if not names:
+        return found
+    chosen = [p for p in found if any(p.name.startswith(n) for n in names)]
+    unknown = [n for n in names if not any(p.name.startswith(n) for p in found)]
+    if unknown:
+        raise ValueError(f"no notebook named {', '.join(unknown)}; one of {', '.join(p.stem for p in found)}")
+    return chosen
+
+
+def build(names=None, out=COURSE, results=RESULTS, on_done=None) -> list[dict]:
+    """Execute the notebooks from the logs into ``out`` (one .ipynb each) and write ``out/README.md``, the index
+    (each notebook's size and time, the machine, the logs' size). ``on_done(entry)`` after each notebook."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for path in notebooks(names):
+        t0 = time.perf_counter()
+        nb = execute_from_logs(path, results)
+        nbformat.write(nb, out / path.name)
+        entries.append(dict(name=path.name, seconds=round(time.perf_counter() - t0, 1),
+                            bytes=(out / path.name).stat().st_size))
+        if on_done is not None:
+            on_done(entries[-1])
+    write_index(out, results)
+    return entries
+
+
+def check(names=None, committed=COURSE, results=RESULTS, on_done=None) -> dict[str, list[str]]:
+    """Execute the notebooks from the logs again and compare each with its committed copy in ``committed``:
+    ``{notebook name: [differences]}`` (an empty list: up to date). A missing copy is one difference."""
+    found = {}
+    for path in notebooks(names):
+        copy = Path(committed) / path.name
+        if not copy.is_file():
+            found[path.name] = [f"{copy} is missing: run `toy-rl course build {path.stem[:2]}`"]
+        else:
+            found[path.name] = compare(nbformat.read(copy, as_version=4), execute_from_logs(path, results))
+        if on_done is not None:
+            on_done(path.name, found[path.name])
+    return found
+
+
+def machine() -> str:
+    """One line: the machine and the versions the copies were executed with."""
+    import torch
+    return (f"{platform.machine()} CPU, {os.cpu_count()} cores, {platform.system()}; Python {platform.python_version()}, "
+            f"torch {torch.__version__}")
+
+
+def write_index(out, results=RESULTS) -> Path:
+    """``out/README.md``: the executed notebooks, their sizes, how they were made and on what machine."""
+    out = Path(out)
+    copies = sorted(out.glob("*.ipynb"))
+    rows = "\n".join(f"| [{p.stem}]({p.name}) | {p.stat().st_size / 1e6:.2f} MB |" for p in copies)
+    total = sum(p.stat().st_size for p in copies)
+    text = f"""# The course, executed
+
+Every notebook of `notebooks/`, executed top to bottom in its full configuration, outputs included, so it reads
+without running (GitHub shows them as they are). The sliders are live only in a running notebook; here each
+shows the figure drawn at its default position.
+
+| notebook | size |
+|---|---|
+{rows}
+
+Total {total / 1e6:.1f} MB (images re-encoded with a 256-colour palette). They were executed from the run logs
+committed in `results/` ({size(results) / 1e6:.1f} MB of `metrics.jsonl` and `config.json` per run, plus rung 3's
+stored batches; no checkpoints): a cell inserted after each parameters cell points the run folders there, and
+nothing is trained (rung 1's bandit runs and the demos are computed in the notebooks, in seconds).
+
+Made by `toy-rl course build` on {machine()}, {time.strftime('%Y-%m-%d')}.
+`toy-rl course check` (run by `tests/test_course.py`) executes them again and fails when an output no longer
+matches what the current code computes from the logs. To add your own runs' logs: `toy-rl course collect`.
+"""
+    (out / "README.md").write_text(text)
+    return out / "README.md"

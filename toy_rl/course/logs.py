@@ -1,0 +1,88 @@
+"""The run logs behind the executed notebooks: which folders of ``runs/`` the full notebooks read, and copying
+them into the committed ``results/`` (metrics and configs only: no checkpoint, nothing that runs code on load).
+
+A run folder is ``<experiment>/<scenario>/<rule>/seed<k>/`` (:func:`toy_rl.experiments.run_dir`); the
+runner counts it finished when ``metrics.jsonl`` ends with the final update and ``config.json`` matches the
+spec, so these two files are all a notebook needs to load it. Rung 3's runs also keep ``batches.pt`` (the
+stored batches notebook 06 re-runs BAPO's search on): tensors only, read with ``torch.load(weights_only=True)``.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+RESULTS = ROOT / "results"           # committed: the logs of the runs the full notebooks show
+COURSE = ROOT / "docs" / "course"    # committed: the executed notebooks
+
+KEPT = ("metrics.jsonl", "config.json", "batches.pt")
+
+# The experiments (folders under runs/) the notebooks read in full mode, with the commands that make them.
+LOGGED = {
+    "arithmetic-notebook": "notebooks 04 and 05: their own sweeps (run by the notebooks)",
+    "compare/long-failures": "toy-rl arithmetic --compare long-failures --seeds 10",
+    "arithmetic-scratchpad": "toy-rl arithmetic --task scratchpad --partial 8 --seeds 5",
+    "arithmetic-notebook-small-batch": "notebook 05's small-batch control (run by the notebook)",
+    "smollm2-135m-add": "notebook 06's LoRA runs (run by the notebook)",
+}
+
+
+def run_folders(root) -> list[Path]:
+    """Every run folder (one holding metrics.jsonl) under ``root``, sorted."""
+    return sorted(p.parent for p in Path(root).rglob("metrics.jsonl"))
+
+
+def collect(src="runs", dest=RESULTS, experiments=LOGGED) -> list[Path]:
+    """Copy :data:`KEPT` of every run folder under ``src/<experiment>`` to the same place under ``dest``, replacing
+    what ``dest`` held (folders of experiments no longer listed are removed); returns the folders written. A
+    listed experiment missing from ``src`` is a FileNotFoundError naming its command, before anything changes."""
+    src, dest = Path(src), Path(dest)
+    for name, how in experiments.items():
+        if not (src / name).is_dir():
+            raise FileNotFoundError(f"{src / name} does not exist: make it first ({how})")
+    tops = {name.split("/")[0] for name in experiments}
+    for old in [p for p in dest.glob("*") if p.is_dir()]:     # a fresh copy: no run left from an older list
+        if old.name not in tops or any((dest / name) == old for name in experiments):
+            shutil.rmtree(old)
+    for name in experiments:
+        shutil.rmtree(dest / name, ignore_errors=True)
+    written = []
+    for name in experiments:
+        for folder in run_folders(src / name):
+            target = dest / folder.relative_to(src)
+            target.mkdir(parents=True, exist_ok=True)
+            for f in KEPT:
+                if (folder / f).is_file():
+                    shutil.copyfile(folder / f, target / f)
+            written.append(target)
+    write_index(dest, experiments)
+    return written
+
+
+def write_index(dest=RESULTS, experiments=LOGGED) -> Path:
+    """``dest/README.md``: what each experiment folder holds, the command that makes it, its size."""
+    dest = Path(dest)
+    rows = "\n".join(f"| `{name}` | {len(run_folders(dest / name))} | {size(dest / name) / 1e6:.1f} MB | `{how}` |"
+                     for name, how in experiments.items() if (dest / name).is_dir())
+    text = f"""# Run logs behind the executed notebooks
+
+The logs of the runs that the notebooks read in their full configuration, copied from `runs/` by
+`toy-rl course collect`: per run `config.json` (its settings) and `metrics.jsonl` (one JSON line per update);
+rung 3's runs also keep `batches.pt` (stored batches: tensors only, read with `torch.load(weights_only=True)`).
+No checkpoints, nothing that runs code when loaded. `toy-rl course build` executes every notebook from these
+into `docs/course/`; the runner counts a run finished from these two files alone, so nothing is retrained.
+
+| experiment | runs | size | made by |
+|---|---|---|---|
+{rows}
+
+Total {size(dest) / 1e6:.1f} MB. Layout: `<experiment>/<scenario>/<rule>/seed<k>/`, as under `runs/`.
+"""
+    (dest / "README.md").write_text(text)
+    return dest / "README.md"
+
+
+def size(folder) -> int:
+    """Bytes of every file under ``folder`` but its README.md."""
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file() and p.name != "README.md")

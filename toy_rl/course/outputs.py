@@ -1,0 +1,128 @@
+"""Executed notebooks made small and comparable: :func:`clean` what is kept, :func:`compare` two copies.
+
+Kept: every cell's printed text (stdout), results and figures. Dropped: stderr (progress bars, warnings),
+widget views (they need a running kernel; their plain-text stand-in is kept) and per-cell timing metadata.
+Figures are re-encoded as 256-colour palette PNGs (about 3x smaller). The comparison masks what changes from
+one execution to the next without the results changing: durations ("0.8 s", "12 min") and memory addresses.
+Figures must have the same size and differ by at most :data:`IMAGE_TOLERANCE` (RMS, 0-255 scale).
+"""
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+import nbformat
+import numpy as np
+from PIL import Image
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+TEXTS = ("text/plain", "text/html", "text/markdown")
+IMAGE_TOLERANCE = 2.0
+
+_DURATION = re.compile(r"\d+(?:[.,]\d+)*\s?(?:ms|s|sec|seconds|min|minutes|h)\b")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def palette_png(data: str) -> str:
+    """A base64 PNG re-encoded with a 256-colour palette (matplotlib's figures lose nothing visible)."""
+    image = Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB").quantize(colors=256)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def clean(nb):
+    """``nb`` (executed) with stderr, widget views and timings dropped and its figures palette-encoded."""
+    nb = nbformat.from_dict(nb)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for out in cell.outputs:
+            if out.output_type == "stream" and out.name == "stderr":
+                continue
+            if "data" in out:
+                out.data.pop(WIDGET, None)
+                if "image/png" in out.data:
+                    out.data["image/png"] = palette_png(out.data["image/png"])
+                if not out.data:
+                    continue
+            kept.append(out)
+        cell.outputs = kept
+    return nb
+
+
+def normalise(text: str) -> str:
+    """Text with the parts that vary between identical executions masked (durations, addresses, colours)."""
+    text = _ANSI.sub("", text)
+    text = _DURATION.sub("<duration>", text)
+    text = _ADDRESS.sub("<address>", text)
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
+
+
+def _items(cell) -> list[tuple[str, str]]:
+    """(kind, content) of every output of a code cell, in order: texts normalised, images as base64."""
+    items = []
+    for out in cell.outputs:
+        if out.output_type == "stream":
+            items.append(("stdout", normalise(out.text)))
+        elif out.output_type == "error":
+            items.append(("error", f"{out.ename}: {out.evalue}"))
+        else:
+            for kind in TEXTS:
+                if kind in out.data and not ("image/png" in out.data and kind == "text/plain"):
+                    items.append((kind, normalise(out.data[kind])))   # a figure's "<Figure size ...>" is the image
+            if "image/png" in out.data:
+                items.append(("image/png", out.data["image/png"]))
+    merged = []                                   # consecutive prints may arrive as one stream or several
+    for kind, content in items:
+        if merged and kind == "stdout" == merged[-1][0]:
+            merged[-1] = ("stdout", merged[-1][1] + "\n" + content)
+        else:
+            merged.append((kind, content))
+    return merged
+
+
+def image_rms(a: str, b: str) -> float:
+    """RMS difference of two base64 PNGs on the 0-255 scale (inf if their sizes differ)."""
+    x, y = (np.asarray(Image.open(io.BytesIO(base64.b64decode(d))).convert("RGB"), dtype=float) for d in (a, b))
+    return float(np.sqrt(((x - y) ** 2).mean())) if x.shape == y.shape else float("inf")
+
+
+def _first_difference(a: str, b: str) -> str:
+    la, lb = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(la, lb)):
+        if x != y:
+            return f"line {i + 1}: committed {x[:160]!r}, now {y[:160]!r}"
+    return f"committed {len(la)} lines, now {len(lb)}"
+
+
+def compare(committed, fresh, tolerance: float = IMAGE_TOLERANCE) -> list[str]:
+    """Differences between a committed executed notebook and a fresh execution (both cleaned), one line each:
+    a cell whose source changed, an output that is missing, extra or different, a figure that moved."""
+    a = [c for c in committed.cells if c.cell_type == "code"]
+    b = [c for c in fresh.cells if c.cell_type == "code"]
+    if len(a) != len(b):
+        return [f"{len(a)} code cells committed, {len(b)} now: the notebook changed since its copy was built"]
+    found = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        where = f"code cell {i + 1}"
+        if x.source != y.source:
+            found.append(f"{where}: its source changed since the copy was built")
+            continue
+        ia, ib = _items(x), _items(y)
+        if [k for k, _ in ia] != [k for k, _ in ib]:
+            found.append(f"{where}: outputs {[k for k, _ in ia]} committed, {[k for k, _ in ib]} now")
+            continue
+        for (kind, u), (_, v) in zip(ia, ib):
+            if kind == "image/png":
+                rms = image_rms(u, v)
+                if rms > tolerance:
+                    found.append(f"{where}: a figure differs (RMS {rms:.2f} > {tolerance} on 0-255)")
+            elif u != v:
+                found.append(f"{where}: {kind} differs, {_first_difference(u, v)}")
+    return found
