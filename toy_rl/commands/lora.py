@@ -40,6 +40,11 @@ def add_arguments(p):
     p.add_argument("--dtype", default=None, type=str.lower,
                    choices=("float32", "fp32", "bfloat16", "bf16", "float16", "fp16"), metavar="DTYPE",
                    help="float32 (default without a preset: on-policy ratios exactly 1), bfloat16 or float16")
+    p.add_argument("--controls", action="store_true",
+                   help="the default comparison instead of --rule: the three rules and the protocol's controls "
+                        "(fixed [0.6, 1.2], BAPO a-=0.8, fixed [0.8, 2.0], the authors' BAPO, rho0=0.5, then fixed at "
+                        "BAPO's mean bounds) at one --staleness, tests paired by seed with Holm, the regime, the "
+                        "verdicts on claims 5 and 6 (toy_rl.lm.comparison)")
     common = CommonFlags(p)
     common.sized("--eval-size", DEFAULTS["eval_size"], SMOKE["eval_size"],
                  "held-out problems (±4.5-5 points of noise at 100)", group=p, metavar="N")
@@ -61,6 +66,10 @@ def add_arguments(p):
 def _check(args) -> None:
     if args.partial is not None and any(args.staleness):
         raise ValueError("--partial is its own kind of staleness: use it with --staleness 0")
+    if args.controls and (len(args.staleness) != 1 or args.seeds < 2):
+        raise ValueError("--controls compares the rules in one cell: give one --staleness and --seeds 2 or more "
+                         f"(tests pair runs by seed); got --staleness {' '.join(map(str, args.staleness))} "
+                         f"--seeds {args.seeds}")
 
 
 def settings(args) -> dict:
@@ -94,6 +103,8 @@ def run(args) -> int:
         except ImportError:
             pass
     seeds = range(args.first_seed, args.first_seed + args.seeds)
+    if args.controls:
+        return _controls(args, task, seeds, out, progress, kw)
     specs = grid("lm", task, rules, args.staleness, seeds, args.mode, args.partial, steps=args.steps, out=out,
                  smoke=args.smoke, progress=progress, eval_size=eval_size, threads=args.threads, device=args.device,
                  **kw)
@@ -140,3 +151,30 @@ def _baseline_and_runs(args, specs, model, task, eval_size, load, say):
 
     results = sweep(specs, on_run=on_run)
     return summarize(results), results, base
+
+
+def _controls(args, task, seeds, out, progress, kw) -> int:
+    """``--controls``: :func:`toy_rl.lm.comparison.compare` in the one cell, then its table, regime and verdicts."""
+    from ..arithmetic.comparison import comparison_verdicts, format_rows, gate_line
+    from ..lm.comparison import compare
+    t0 = time.perf_counter()
+    result = compare(task, seeds, args.staleness[0], mode=args.mode, partial=args.partial, steps=args.steps, out=out,
+                     smoke=args.smoke, progress=progress, eval_size=args.eval_size, threads=args.threads,
+                     device=args.device, **kw)
+    verdicts = comparison_verdicts(result)
+    if args.json:
+        print_json(dict(task=result["task"], scenario=result["scenario"], seeds=result["seeds"], rows=result["rows"],
+                        gate=result.get("gate"), search=result.get("search"), mean_bounds=result.get("mean_bounds"),
+                        seeds_for_3_points=result["seeds_for_3_points"], verdicts=verdicts, out_dir=str(out),
+                        seconds=time.perf_counter() - t0))
+        return 0
+    print(gate_line(result))
+    print(f"\n{result['scenario']}, {len(result['seeds'])} seeds x {result['steps']} updates; BAPO - rule, paired by "
+          "seed, Holm-adjusted over the table:")
+    print(format_rows(result["rows"]))
+    print(f"\nseeds to see 3 points on the primary endpoint: {result['seeds_for_3_points']}")
+    for line in verdicts:
+        print(line)
+    print(f"\nRuns: {out}/<model>-<task>{'-smoke' if args.smoke else ''}/{result['scenario']}/<rule>/seed<k> "
+          f"({time.perf_counter() - t0:.0f} s in all)")
+    return 0

@@ -1,0 +1,60 @@
+"""Rung 3's default comparison: the three rules and the protocol's controls on a LoRA task, tested by seed.
+
+    from toy_rl.lm.comparison import compare
+    result = compare("search-warm", seeds=range(10), staleness=2, steps=40, device="cuda")
+    print(format_rows(result["rows"])); print(gate_line(result))
+
+The same design as rung 2's (:mod:`toy_rl.arithmetic.comparison`, docs/protocol.md §3-6): every rule of
+:func:`toy_rl.experiments.controls.control_rules` in one staleness cell, then the fixed rule at BAPO's realised
+mean bounds; seed k of every rule starts from the same model (and the task's cached LoRA warm start) and draws the
+same first rollout, so the tests pair runs by seed. Endpoints, declared before running: ``auc_accuracy``
+(primary: held-out accuracy averaged over training) and ``final_accuracy``; every rule tested against BAPO,
+Holm across the table; claims 5 and 6 judged with :func:`~toy_rl.arithmetic.comparison.comparison_checks`.
+
+Runs go through the one runner (``<out>/<model>-<task>/<scenario>/<rule>/seed<k>``, resumable), so the
+comparison is made on a GPU (`toy-rl lora --task search-warm --controls --staleness 2 --seeds 10 --device cuda`)
+and read back anywhere.
+"""
+from __future__ import annotations
+
+from ..eta import Plan, up_front
+from ..experiments import grid, sweep
+from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
+from ..experiments.layout import scenario_of
+from ..experiments.pilot import summarise_records
+from ..experiments.runner import finished
+from ..arithmetic.comparison import REFERENCE, realised_bounds, seeds_needed, table_rows
+from ..arithmetic.pilot import search_outcome
+
+
+def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
+    return {label: grid("lm", task, rules=(rule,), stalenesses=(staleness,), seeds=seeds, **settings)
+            for label, rule in rules.items()}
+
+
+def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict | None = None, **settings) -> dict:
+    """The rung-3 comparison (module docstring). ``settings``: what :func:`toy_rl.experiments.make_spec` takes
+    (steps, mode, out, model, preset, device, smoke, progress, ...). Returns {"task", "seeds", "steps",
+    "scenario", "rows" (Holm-adjusted, BAPO the reference), "gate" (BAPO's regime), "search", "mean_bounds",
+    "seeds_for_3_points", "runs"}, as :func:`toy_rl.arithmetic.comparison.compare` does."""
+    seeds = list(seeds)
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
+    rules = control_rules() if rules is None else dict(rules)
+    ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))            # BAPO first
+    specs = _specs(task, ordered, staleness, seeds, **settings)
+    todo = [s for group in specs.values() for s in group if finished(s) is None]
+    with up_front(Plan(specs=todo + (specs[REFERENCE] if REFERENCE in specs else []))):  # + the mean-bounds runs
+        runs = {label: next(iter(sweep(group).values())) for label, group in specs.items()}
+        first = next(iter(specs.values()))[0]
+        result = dict(task=str(task), seeds=seeds, steps=first.rl.steps, scenario=scenario_of(first))
+        if REFERENCE in runs:
+            lo, hi = realised_bounds(runs[REFERENCE])
+            rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
+            group = _specs(task, {MEAN_BOUNDS: rules[MEAN_BOUNDS]}, staleness, seeds, **settings)[MEAN_BOUNDS]
+            runs[MEAN_BOUNDS] = next(iter(sweep(group).values()))
+            result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
+                          search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
+    rows = table_rows(runs, rules)
+    result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
+    return result
