@@ -9,7 +9,7 @@ import pytest
 
 from toy_rl.bandit import BanditConfig, claim_checks, claim_verdicts, negative_dominance, rule_tests, sweep
 from toy_rl.bandit.simulate import BanditRun
-from toy_rl.bandit.verdicts import CLAIMS, ablation_checks, one_step_checks
+from toy_rl.bandit.verdicts import CLAIMS, ablation_checks, one_step_checks, reading_checks
 from toy_rl.clipping import BAPO
 from toy_rl.stats import holm
 from toy_rl.verdicts import verdict_line
@@ -221,3 +221,59 @@ def test_ablation_checks_from_fixed_bounds():
     v = {x.claim: x for x in ablation_checks(abl, trained)}
     assert v[3].status == "supported" and v[4].status == "supported" and v[5].status == "supported"
     assert "BAPO() − [0.8, 2] =" in v[5].detail
+
+
+def reading_run(k, c_high, c_low, R_end, rho_before, seeds=6, every=1):
+    """A BAPO run for reading_checks: bounds [c_low, c_high] in every ``every``-th update and the start [0.6, 1.2]
+    in the others (so its search moved in 1/every of the updates, or none if [c_low, c_high] is the start), ρ
+    before the search, and a final reward."""
+    run = fake_run("bapo", k, seeds=seeds, R_end=R_end, rho_before=rho_before, c_high=c_high)
+    run.metrics["c_low"] = np.full_like(run.metrics["c_low"], c_low)
+    idle = np.arange(T) % every != 0
+    run.metrics["c_low"][:, idle], run.metrics["c_high"][:, idle] = 0.6, 1.2
+    return run
+
+
+def reading_sets(nd_every_high=2.0, seeds=6):
+    """Balanced: BAPO() widens c_high to 1.25 in a quarter of the updates, the all-token reading stays at the start
+    and trains worse; negatives-dominate: both search in every update, the all-token reading with c_high
+    ``nd_every_high`` and c_low 0.8."""
+    G, E = "BAPO()", 'BAPO(count="all")'
+    bal = {k: {G: reading_run(k, 1.25, 0.6, 0.8, 0.3, seeds, every=4), E: reading_run(k, 1.2, 0.6, 0.6, 0.5, seeds)}
+           for k in (2, 4)}
+    nd = {k: {G: reading_run(k, 2.2, 0.7, 0.85, 0.3, seeds), E: reading_run(k, nd_every_high, 0.8, 0.7, 0.35, seeds)}
+          for k in (2, 4)}
+    return bal, nd
+
+
+def test_reading_checks_pair_seeds_across_presets_and_name_each_direction():
+    bal, nd = reading_sets(nd_every_high=2.0)
+    v = reading_checks(bal, nd)
+    assert [x.claim for x in v] == ["8.1", "8.2", "8.2", "8.3", "8.3", "8.4", "8.4"]
+    status = {(x.claim, x.text.split(":")[0]): x.status for x in v}
+    assert status["8.1", v[0].text.split(":")[0]] == "supported"                # moved in every update vs none/all
+    assert status["8.2", "balanced"] == status["8.2", "negatives-dominate"] == "supported"
+    assert status["8.3", "balanced"] == "inconclusive"                          # both stay at c_low 0.6
+    assert status["8.3", "negatives-dominate"] == "supported"
+    assert status["8.4", "balanced"] == status["8.4", "negatives-dominate"] == "supported"
+    assert "ran as fixed [0.6, 1.2]" in v[1].tests[0].b and v[2].tests[0].a == "BAPO()"   # regimes name BAPO
+    assert "regime negatives-dominate" in v[0].detail and "regime balanced" in v[0].detail
+    ps = [t.p for x in v for t in x.tests]
+    assert len(ps) == 16
+    np.testing.assert_allclose([t.p_holm for x in v for t in x.tests], holm(ps))       # one Holm family
+    assert "by +75 points" in v[0].direction and "by +100 points" in v[0].direction   # moved 1 vs 1/4, and vs 0
+
+    reversed_high = {x.text: x for x in reading_checks(*reading_sets(nd_every_high=2.6))}
+    nd_high = next(x for t, x in reversed_high.items() if t.startswith("negatives-dominate: counting gradient"))
+    assert nd_high.status == "contradicted" and "BAPO() < BAPO(count=\"all\")" in nd_high.direction
+
+
+def test_reading_checks_need_the_same_seeds_and_stalenesses():
+    bal, nd = reading_sets()
+    with pytest.raises(ValueError, match="stalenesses"):
+        reading_checks(bal, {2: nd[2]})
+    with pytest.raises(ValueError, match="seeds"):
+        reading_checks(bal, {k: {**runs, "BAPO()": reading_run(k, 2.2, 0.7, 0.85, 0.3, seeds=5)}
+                             for k, runs in nd.items()})
+    with pytest.raises(ValueError, match="no run named"):
+        reading_checks(bal, {k: {"BAPO()": runs["BAPO()"]} for k, runs in nd.items()})

@@ -2,6 +2,7 @@
 callbacks of notebooks 01-03 return figures, their numbers move with the sliders, and they are the library's
 numbers (explain_update, verify, simulate, BAPO.search)."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,8 +13,11 @@ from toy_rl.bandit import (BanditConfig, bounds_ablation, explain_update, per_se
                            verify)
 from toy_rl.bandit.quadrants import QUADRANTS
 from toy_rl.bandit.demos import demo_instance, same_instances
-from toy_rl.bandit.measures import per_batch_volatility, roughness, runs_table, x_axis
-from toy_rl.bandit.replay import readings_table, replay_batches, rho_against_bound, rho_readings, search_landing
+from toy_rl.bandit.measures import per_batch_volatility, roughness, runs_table, search_moved, x_axis
+from toy_rl.bandit.presets import get_preset
+from toy_rl.bandit.replay import (readings_table, replay_batches, replay_regime, rho_against_bound, rho_readings,
+                                  search_landing)
+from toy_rl.bandit.verdicts import bapo_regime
 from toy_rl.bandit.views import (ablation_figure, entropy_rule_scatter, entropy_vs_reward, error_vs_eta,
                                  explain_callback, explain_view, quadrant_bars, quick_callback, quick_compare,
                                  readings_figure, rho_bound_figure, rule_bands, staleness_curves)
@@ -170,6 +174,37 @@ def test_replay_reproduces_the_runs_own_rho_and_bounds(mode):
         s = rule.search(*replay_batches(run)[:3])
         np.testing.assert_allclose(s["c_high"].numpy().reshape(config.steps, n).T, run.metrics["c_high"])
         np.testing.assert_allclose(s["c_low"].numpy().reshape(config.steps, n).T, run.metrics["c_low"])
+
+
+@pytest.mark.parametrize("mode", ["reuse", "lag"])
+def test_replay_of_multi_token_answers_reproduces_the_runs_own_rho_bounds_and_regime(mode):
+    config = replace(get_preset("long-failures"), steps=24, staleness=3, mode=mode)     # 4 tokens right, 8 wrong
+    n = 3
+    sym = simulate(config, "symmetric", range(n), keep_logits=True)
+    assert sym.cont_history.shape == sym.logits_history.shape and len(sym.cont_behaviour_history) == config.steps
+    b = replay_batches(sym)
+    assert b.ratio.shape == (config.steps * n, config.n_contexts * config.group_size * config.max_len)
+    lengths = b.mask.reshape(config.steps * n, -1, config.max_len).sum(-1)
+    assert set(lengths.unique().tolist()) <= {config.answer_len, config.wrong_len}
+    pad = b.mask == 0
+    assert pad.any() and (b.adv[pad] == 0).all() and (b.ratio[pad] == 1).all()
+    readings = rho_readings(b, 0.8, 1.2)
+    rho = readings["grad share"].reshape(config.steps, n).T
+    ok = np.isfinite(sym.metrics["rho"])
+    np.testing.assert_allclose(rho[ok], sym.metrics["rho"][ok], atol=1e-12)
+    assert isinstance(readings_figure(b, readings)[0], Figure)
+    for rule in (BAPO(), BAPO(count="all"), BAPO.authors_code()):
+        run = simulate(config, rule, range(n), keep_logits=True)
+        batches = replay_batches(run)
+        s = rule.search(*batches[:3])
+        np.testing.assert_allclose(s["c_high"].numpy().reshape(config.steps, n).T, run.metrics["c_high"])
+        np.testing.assert_allclose(s["c_low"].numpy().reshape(config.steps, n).T, run.metrics["c_low"])
+        assert replay_regime(batches, rule) == bapo_regime([run])
+        moved = ((run.metrics["c_low"] > rule.low_range[0] + 1e-9) | (run.metrics["c_high"] > rule.high_range[0] + 1e-9))
+        np.testing.assert_allclose(search_moved(run), moved.mean(1))
+    assert (search_moved(sym) == 0).all()                                  # fixed bounds never leave their own
+    with pytest.raises(ValueError, match="continuation"):
+        replay_batches(replace(sym, cont_history=None))
 
 
 def test_replay_needs_the_logits():

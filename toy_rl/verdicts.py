@@ -201,7 +201,7 @@ def reached_when_needed(rho_before, rho_after, rho0: float = RHO0) -> np.ndarray
 class Claim:
     """A claim before judgement: its tests and what to say beside them; ``untestable`` (a reason) when its
     precondition never arose."""
-    claim: int
+    claim: int | str
     text: str
     tests: list = field(default_factory=list)
     detail: str = ""
@@ -215,7 +215,7 @@ class Verdict:
     """A judged claim: ``status`` (see the module docstring), ``direction`` (each test's observed direction
     and size), the tests themselves, how many count for and against, the ``detail`` beside them and the
     ``regime`` BAPO ran in (empty when the claim is not about BAPO)."""
-    claim: int
+    claim: int | str
     text: str
     status: str
     direction: str

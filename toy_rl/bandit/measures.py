@@ -107,6 +107,20 @@ def rho_as_share(run: BanditRun) -> np.ndarray:
     return rho
 
 
+def search_moved(run: BanditRun) -> np.ndarray:
+    """Per seed, the share of updates whose bounds left BAPO's start [a⁻, a⁺]: Algorithm 1 sets c_low ← a⁻,
+    c_high ← a⁺ and moves them only while ρ < ρ0, so this is how often its search moved them (the per-seed
+    ``moved`` of :func:`toy_rl.verdicts.regime_of`). A rule without a search counts from its own lowest bounds,
+    so fixed bounds give 0. (seeds,) array."""
+    m = run.metrics
+    rule = run.extra.get("rule_obj")
+    if isinstance(rule, BAPO):
+        lo, hi = rule.low_range[0], rule.high_range[0]
+    else:
+        lo, hi = float(np.nanmin(m["c_low"])), float(np.nanmin(m["c_high"]))
+    return ((m["c_low"] > lo + 1e-9) | (m["c_high"] > hi + 1e-9)).mean(1)
+
+
 def runs_table(runs: dict) -> dict:
     """Per run (any keys): mean reward, final entropy, mean bounds, ρ (as a share), how often the search
     moved c_low off a⁻ and how often ρ reached the target; {key: dict}."""

@@ -8,6 +8,10 @@ measured on the *same* batches (notebook 03).
 
 The readings (see :mod:`toy_rl.clipping.balance` and ``docs/paper_vs_code.md``): "grad"/"all" tokens counted,
 as a share pos/(pos+neg) or as pos/neg, and Eq. 8 read literally, pos/|pos − neg|.
+
+Multi-token answers (the negatives-dominate presets of :mod:`toy_rl.bandit.presets`, e.g. "long-failures") replay
+too: every answer token becomes a column, with the mask marking the answer's own tokens (``Replayed.mask``), as the
+clipped loss sees them (:func:`toy_rl.bandit.answers.answer_tokens`).
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ import torch
 from ..clipping.balance import balance_of, masses, neg_mass_at, pos_mass_at
 from ..clipping.loss import LOG_RATIO_CLAMP
 from ..threads import single_thread
+from ..verdicts import Regime, regime_of
+from .answers import answer_tokens
 from .policy import log_probs
 from .rewards import make_task
 from .simulate import BanditRun, sample_batch
@@ -30,10 +36,11 @@ PAPER_TARGET_SHARE = 0.4      # ρ0 of the paper, as a share; the same target as
 
 
 class Replayed(NamedTuple):
-    """The batches a run trained on, one row per (update, seed): (steps·seeds, S·G) tensors."""
-    ratio: torch.Tensor     # r = π_θ/π_b of each sample at the moment of its update
-    adv: torch.Tensor       # its advantage
-    mask: torch.Tensor      # all ones (every sample is one token)
+    """The batches a run trained on, one row per (update, seed): (steps·seeds, S·G·T) tensors, T tokens per answer
+    (T = 1 for one-token answers; else the longest answer, position 0 the decision token)."""
+    ratio: torch.Tensor     # r = π_θ/π_b of each token at the moment of its update (1 on padding)
+    adv: torch.Tensor       # its answer's advantage (0 on padding)
+    mask: torch.Tensor      # 1 on the answer's own tokens, 0 on padding (all ones for one-token answers)
     update: torch.Tensor    # (steps·seeds,) which update the row belongs to (0-based)
 
 
@@ -44,25 +51,38 @@ def replay_batches(run: BanditRun) -> Replayed:
     :mod:`toy_rl.bandit.rng`), so the batch of update t is
     ``sample_batch(task, behaviour_history[t], seeds, rollout, G, advantage)`` with rollout t // E in
     reuse mode and t in lag mode; its ratio uses the logits before update t.
+
+    With multi-token answers (``config.max_len > 1``) the continuation logits are replayed the same way
+    (``run.cont_behaviour_history`` samples the continuation, ``run.cont_history`` scores it) and each row holds
+    every answer token, as the clipped loss sees them (BAPO Eq. 3 and Eq. 8 over the tokens of a batch; the
+    token-mean weights are the mask): the ratios, the answer's advantage on each of its tokens and the mask.
     """
     if run.logits_history is None or run.behaviour_history is None:
         raise ValueError("replay_batches needs a run made with simulate(..., keep_logits=True)")
     c = run.config
+    multi = c.max_len > 1
+    if multi and (run.cont_history is None or run.cont_behaviour_history is None):
+        raise ValueError("replay_batches needs the continuation logits of a multi-token run: simulate it with "
+                         "keep_logits=True")
     E = c.updates_per_batch
-    ratios, advs = [], []
+    ratios, advs, masks = [], [], []
     with single_thread():
         task = make_task(c.preset, c.n_tokens, c.n_contexts, c.task_seed, c.torch_dtype)
         for t in range(c.steps):
             rollout = t // E if c.mode == "reuse" else t
-            b = sample_batch(task, run.behaviour_history[t], run.seeds, rollout, c.group_size, c.advantage)
+            b = sample_batch(task, run.behaviour_history[t], run.seeds, rollout, c.group_size, c.advantage,
+                             run.cont_behaviour_history[t] if multi else None, c.answer_len, c.length_ratio)
             logp = log_probs(run.logits_history[t]).gather(-1, b.tokens)
-            ratios.append(torch.exp(torch.clamp(logp - b.old_logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)))
-            advs.append(b.advantages)
+            logp, old, adv, mask = answer_tokens(logp, run.cont_history[t] if multi else None, b)
+            keep = mask > 0                                                  # (seeds, S·G, T)
+            ratio = torch.exp(torch.clamp(logp - old, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+            ratios.append(torch.where(keep, ratio, torch.ones_like(ratio)))
+            advs.append(torch.where(keep, adv.reshape(*mask.shape[:2], 1).expand_as(mask), torch.zeros_like(mask)))
+            masks.append(mask)
     n = len(run.seeds)
-    ratio = torch.stack(ratios).reshape(c.steps * n, -1)
-    adv = torch.stack(advs).reshape(c.steps * n, -1)
+    flat = lambda parts: torch.stack(parts).reshape(c.steps * n, -1)
     update = torch.arange(c.steps).repeat_interleave(n)
-    return Replayed(ratio, adv, torch.ones_like(ratio), update)
+    return Replayed(flat(ratios), flat(advs), flat(masks), update)
 
 
 def _no_mass(batches: Replayed) -> torch.Tensor:
@@ -192,3 +212,16 @@ def search_landing(batches: Replayed, rules: dict) -> dict:
                              low_moved=float((s["c_low"] > rule.low_range[0] + 1e-9).double().mean()),
                              steps=float(s["stop"].double().mean()), batches=int(keep.sum()))
     return out
+
+
+def replay_regime(batches: Replayed, rule) -> Regime:
+    """The regime (:func:`toy_rl.verdicts.regime_of`) a BAPO variant's search would run in on these batches: its
+    ρ at the start [a⁻, a⁺] (Algorithm 1, line 1; its own reading of Eq. 8) against its ρ0, the test of the
+    while loop, and how often the loop moved the bounds. As for a run's own updates, a row with no advantage mass
+    has no ρ (left out of ``below``) and keeps the start bounds (counted in ``moved``'s denominator): on the
+    batches of a run made with ``rule`` this is the regime of the run itself."""
+    with single_thread():
+        s = rule.search(batches.ratio, batches.adv, batches.mask)
+    before = torch.where(_no_mass(batches), torch.nan, s["rho_path"][:, 0])
+    return regime_of(before.numpy(), s["c_low"].numpy(), s["c_high"].numpy(), rule.rho0,
+                     (rule.low_range[0], rule.high_range[0]))

@@ -77,6 +77,8 @@ class BanditRun:
     logits_history: torch.Tensor | None = None      # (steps + 1, seeds, S, K) with keep_logits=True
     behaviour_history: torch.Tensor | None = None   # (steps, seeds, S, K): who sampled update t's batch
     extra: dict = field(default_factory=dict)
+    cont_history: torch.Tensor | None = None             # the same two for the continuation logits w (answers.py),
+    cont_behaviour_history: torch.Tensor | None = None   # with keep_logits=True when answers can be longer than 1
 
     def curve(self, name: str, with_initial: bool = False) -> np.ndarray:
         """(seeds, steps) values of a metric; with_initial prepends the step-0 value (entropy, expected_reward)."""
@@ -109,7 +111,9 @@ def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=rang
         rule: a rule object (Symmetric(), ClipHigher(), BAPO(...)) or its name.
         seeds: the seeds to run, side by side.
         progress: show a tqdm bar on stderr.
-        keep_logits: also return every logits tensor and the behaviour logits of every update.
+        keep_logits: also return every logits tensor and the behaviour logits of every update (and, with
+            multi-token answers, the same for the continuation logits), so that
+            :func:`toy_rl.bandit.replay.replay_batches` can rebuild every batch.
     """
     rule = make_rule(rule) if isinstance(rule, str) else rule
     seeds = check_seeds(seeds)
@@ -154,6 +158,8 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
     ring = z.expand(k + 1, n, S, K).clone() if config.mode == "lag" else None   # z_{t-k}, ..., z_t
     ring_w = w.expand(k + 1, n, S, K).clone() if config.mode == "lag" and w is not None else None
     history, behaviours = ([z.clone()], []) if keep_logits else (None, None)
+    keep_cont = keep_logits and w is not None
+    cont_history, cont_behaviours = ([w.clone()], []) if keep_cont else (None, None)
     records = defaultdict(list)
     answers = dict(G=G, advantage=config.advantage, answer_len=config.answer_len, length_ratio=config.length_ratio)
 
@@ -164,7 +170,7 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
         if config.mode == "reuse":
             age = t % E
             if age == 0:
-                behaviour = z
+                behaviour, behaviour_w = z, w
                 batch = _sample(task, behaviour, w, seeds, t // E, answers)
         else:
             ring[t % (k + 1)] = z
@@ -172,9 +178,12 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
             if ring_w is not None:
                 ring_w[t % (k + 1)] = w
             age = min(t, k)
-            batch = _sample(task, behaviour, None if ring_w is None else ring_w[(t - k) % (k + 1)], seeds, t, answers)
+            behaviour_w = None if ring_w is None else ring_w[(t - k) % (k + 1)]
+            batch = _sample(task, behaviour, behaviour_w, seeds, t, answers)
         if keep_logits:
             behaviours.append(behaviour.clone())
+        if keep_cont:
+            cont_behaviours.append(behaviour_w.clone())
 
         # 2. the update, through the shared clipped loss
         grad_z, grad_w, grad_logp, stats, loss_tokens = surrogate_gradient(z, batch, rule, w)
@@ -222,9 +231,13 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
         z, w = z_next, w_next
         if keep_logits:
             history.append(z.clone())
+        if keep_cont:
+            cont_history.append(w.clone())
 
     metrics = {key: torch.stack(v, 1).cpu().numpy() for key, v in records.items()}
     return BanditRun(config, rule_label(rule), seeds, metrics, {key: v.cpu().numpy() for key, v in initial.items()}, z,
                      torch.stack(history) if keep_logits else None,
                      torch.stack(behaviours) if keep_logits else None,
-                     dict(task=task, rule_obj=rule))
+                     dict(task=task, rule_obj=rule),
+                     cont_history=torch.stack(cont_history) if keep_cont else None,
+                     cont_behaviour_history=torch.stack(cont_behaviours) if keep_cont else None)

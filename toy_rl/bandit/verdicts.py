@@ -7,7 +7,8 @@ Holm across the claims, direction named, results against counted, BAPO's regime 
         print(line)
 
 Notebook 01 judges claims 3 and 4 for one update on random instances (:func:`one_step_checks`, paired by
-instance); notebook 03 from its bounds ablation and BAPO's variants (:func:`ablation_checks`). The summaries
+instance); notebook 03 from its bounds ablation and BAPO's variants (:func:`ablation_checks`), and its §8 asks
+what the reading of ρ changes once negatives dominate (:func:`reading_checks`). The summaries
 the notebooks print beside them are functions too: :func:`negative_dominance` (notebook 02 §3) and
 :func:`rule_tests` (§5, Welch tests of mean reward).
 """
@@ -19,7 +20,7 @@ from ..stats import paired_test, welch_test
 from ..verdicts import (BAPO_START, REACHED_SHARE, RHO0, Claim, Verdict, judge, paired, reached_when_needed, regime_of,
                         verdict_line)
 from .experiments import per_seed_summary
-from .measures import dominance_flags, dominance_per_seed, entropy_points, roughness
+from .measures import dominance_flags, dominance_per_seed, entropy_points, roughness, search_moved
 from .simulate import BanditRun
 
 CLAIMS = {1: "staleness: volatile reward, gradient spikes, faster entropy fall",
@@ -253,3 +254,67 @@ def ablation_checks(ablations: dict, trained: dict, bapo: str = "BAPO()", base=(
             f"staleness {k}: {bapo} − {name(wider_high)} = {g['diff']:+.4f} [{g['diff_lo']:+.4f}, {g['diff_hi']:+.4f}]"
             for k, g in gap.items()) + " (mean reward, 95% interval of the paired difference)", regime)
     return judge([_training_claim(1, "notebook 02"), _training_claim(2, "notebook 02"), c3, c4, c5])
+
+
+READING = {"8.1": "BAPO's search moves more often where negatives dominate, under either reading of ρ",
+           "8.2": "{preset}: counting gradient-carrying tokens widens c_high more than counting all tokens",
+           "8.3": "{preset}: counting all tokens pushes c_low higher than counting gradient-carrying tokens",
+           "8.4": "{preset}: counting gradient-carrying tokens trains better than counting all tokens"}
+
+
+def reading_checks(balanced: dict, dominated: dict, grad: str = "BAPO()", every: str = 'BAPO(count="all")',
+                   presets=("balanced", "negatives-dominate")) -> list[Verdict]:
+    """Notebook 03 §8: what changes, for the two readings of ρ, between a balanced and a negatives-dominate preset.
+
+    ``balanced`` and ``dominated``: {staleness: {name: BanditRun}} holding ``grad`` (BAPO counting the tokens that
+    still carry gradient) and ``every`` (BAPO counting every token with its clipped value, Eq. 8 / the authors'
+    code), the same stalenesses and seeds in both (tests pair by seed). ``presets`` name the two in the lines.
+    BAPO's search is Algorithm 1: from [a⁻, a⁺] it raises c_high, then c_low, while ρ < ρ0.
+
+    * "8.1" does the search move more now? For each reading and staleness, the per-seed share of updates whose
+      bounds left [a⁻, a⁺] (:func:`~toy_rl.bandit.measures.search_moved`), ``dominated`` > ``balanced``, paired
+      by seed.
+    * "8.2", "8.3" (once per preset) does the reading decide where the bounds go, in the direction the balanced
+      sections give? Per-seed mean c_high over updates, ``grad`` > ``every`` (§4-5: the all-token reading hides
+      clipped positives); mean c_low, ``every`` > ``grad`` (§3: counting all tokens, raising c_low lowers ρ, so
+      a search that reaches c_low walks it to b⁻).
+    * "8.4" (once per preset) does the reading change training? Per-seed mean expected reward over updates,
+      ``grad`` > ``every`` (§5's direction in the balanced preset).
+
+    One family: every test Holm-adjusted together (:func:`toy_rl.verdicts.judge`). Each claim carries the regime
+    (:func:`bapo_regime`, pooled over the stalenesses) of ``grad`` in its preset and names the regime of ``every``
+    in its detail (8.1 names those of both readings in both presets in its detail). Returns the verdicts: 8.1, then 8.2, 8.3 and 8.4 for
+    each preset in turn.
+    """
+    ks = sorted(balanced)
+    if sorted(dominated) != ks or not ks:
+        raise ValueError(f"both presets need runs at the same stalenesses; got {ks} and {sorted(dominated)}")
+    sets = dict(zip(presets, (balanced, dominated)))
+    for where, trained in sets.items():
+        for k in ks:
+            missing = [n for n in (grad, every) if n not in trained[k]]
+            if missing:
+                raise ValueError(f"{where}, staleness {k}: no run named {missing}")
+            if any(list(trained[k][n].seeds) != list(balanced[ks[0]][grad].seeds) for n in (grad, every)):
+                raise ValueError("every run must use the same seeds (the tests pair them)")
+    bal, nd = presets
+    names = (grad, every)
+    regime = {(where, n): bapo_regime([sets[where][k][n] for k in ks]) for where in presets for n in names}
+    per = {(where, k, n): per_seed_summary(sets[where][k][n]) for where in presets for k in ks for n in names}
+    moved = {(where, k, n): search_moved(sets[where][k][n]) for where in presets for k in ks for n in names}
+    label = {(where, n): regime[where, n].bapo(n) for where in presets for n in names}
+    note = lambda where: f"{every}: {regime[where, every].describe()}"
+
+    c1 = Claim("8.1", READING["8.1"], [
+        paired(f"share of updates whose bounds left the start, staleness {k}", f"{n}, {nd}", moved[nd, k, n],
+               f"{n}, {bal}", moved[bal, k, n], ">", scale=100, unit=" points") for n in names for k in ks],
+        "; ".join(f"{n}, {where}: {regime[where, n].describe()}" for where in presets for n in names))
+
+    def per_preset(claim: str, what: str, key: str, a: str, b: str) -> list:
+        return [Claim(claim, READING[claim].format(preset=where), [
+            paired(f"{what}, staleness {k}", label[where, a], per[where, k, a][key], label[where, b],
+                   per[where, k, b][key], ">") for k in ks], note(where), regime[where, grad]) for where in presets]
+
+    return judge([c1, *per_preset("8.2", "mean c_high over updates", "c_high", grad, every),
+                  *per_preset("8.3", "mean c_low over updates", "c_low", every, grad),
+                  *per_preset("8.4", "mean expected reward over updates", "mean_reward", grad, every)])

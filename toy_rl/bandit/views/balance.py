@@ -40,8 +40,12 @@ def readings_figure(batches: Replayed, readings: dict):
         eq8 = per_update["Eq. 8 literal"]
         ax8.semilogy(x, np.minimum(eq8, cap), color="tab:purple", lw=1.2, label="pos/|pos − neg| (median)")
         ax8.set_ylim(0.2, cap * 1.5)
-        ax8.annotate(f"capped at {cap:g}: pos = neg on every fresh batch\n(r = 1 and GRPO advantages sum to 0)",
-                     (0.98, 0.97), xycoords="axes fraction", ha="right", va="top", fontsize=7)
+        lit = np.asarray(readings["Eq. 8 literal"], dtype=float)
+        infinite = float(np.mean(np.isinf(lit[~np.isnan(lit)]))) if np.any(~np.isnan(lit)) else 0.0
+        note = (f"capped at {cap:g}: pos = neg in {infinite:.0%} of the batches\n(fresh batches of one-token answers: "
+                "r = 1 and GRPO advantages sum to 0)" if infinite > 0 else
+                "pos ≠ neg in every batch here (with long wrong answers,\na fresh batch has neg = λ·pos)")
+        ax8.annotate(note, (0.98, 0.97), xycoords="axes fraction", ha="right", va="top", fontsize=7)
         ax8.axhline(0.4, color="0.4", ls=":", lw=1, label="0.4")
         ax8.set_xlabel("optimizer update")
         ax8.set_ylabel("Eq. 8 read literally")
