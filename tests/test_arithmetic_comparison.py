@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from toy_rl.arithmetic.comparison import (compare, format_rows, gate_line, realised_bounds, seeds_needed,
-                                          table_rows)
+from toy_rl.arithmetic.comparison import (as_cells, compare, comparison_verdicts, format_rows, gate_line,
+                                          is_complete, preset_rules, realised_bounds, seeds_needed, table_rows)
 from toy_rl.clipping import BAPO, Symmetric
 from toy_rl.experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 
@@ -144,3 +144,55 @@ def test_verdicts_contradict_when_the_fixed_rule_wins():
     checks = {v.claim: v for v in comparison_checks(with_controls(-0.05))}
     assert checks[6].status == "contradicted" and checks[6].n_against >= 2
     assert any("CONTRADICTED" in line for line in comparison_verdicts(with_controls(-0.05)))
+
+
+def test_preset_rules_are_the_controls_or_the_few_a_preset_names():
+    import dataclasses
+
+    from toy_rl.arithmetic.presets import get_preset
+    assert list(preset_rules("long-failures")) == list(control_rules())
+    assert list(preset_rules("long-failures-partial")) == ["symmetric", "clip-higher", "bapo"]
+    assert preset_rules("long-failures-partial")["bapo"] == BAPO()
+    bad = dataclasses.replace(get_preset("long-failures"), rules=("bapo", "nope"))
+    with pytest.raises(ValueError, match="unknown rules"):
+        preset_rules(bad)
+
+
+def test_as_cells_keys_the_runs_by_scenario_and_rule():
+    runs, _ = runs_with_gap(0.05, seeds=3)
+    cells = as_cells({"scenario": "partial-8", "runs": runs})
+    assert set(cells) == {("partial-8", "bapo"), ("partial-8", "symmetric")}
+    assert cells["partial-8", "bapo"] is runs["bapo"]
+
+
+def test_partial_preset_smoke_compares_three_rules_and_reads_back(tmp_path, monkeypatch):
+    from toy_rl.arithmetic.presets import smoke_preset
+    monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+    preset = smoke_preset("long-failures-partial")
+    result = compare(preset, seeds=range(2), out=tmp_path)
+    assert result["scenario"] == "partial-8" and set(result["runs"]) == {"symmetric", "clip-higher", "bapo",
+                                                                         MEAN_BOUNDS}
+    assert (tmp_path / "long-failures-partial-smoke" / "partial-8" / "clip-higher" / "seed1" / "config.json").exists()
+    assert is_complete(preset, range(2), tmp_path)
+    updates = [r for r in result["runs"]["bapo"][0] if r.get("c_low") is not None]
+    assert updates and all("staleness_mean" in r and "mixed_versions" in r for r in updates)
+    assert [v.split(" (")[0] for v in comparison_verdicts(result)] == ["claim 5", "claim 6"]
+    logs = sorted((tmp_path / "long-failures-partial-smoke").rglob("metrics.jsonl"))
+    stamps = [p.stat().st_mtime_ns for p in logs]
+    again = compare(preset, seeds=range(2), out=tmp_path)          # read back, not retrained
+    assert [p.stat().st_mtime_ns for p in logs] == stamps
+    key = lambda res: [r[k] for r in res["rows"] for k in ("auc_accuracy", "final_accuracy")]
+    assert key(again) == pytest.approx(key(result), nan_ok=True)
+
+
+def test_comparison_view_draws_bapo_bounds_over_the_updates_every_seed_made():
+    from toy_rl.arithmetic.views import comparison_view
+    runs, rules = runs_with_gap(0.05, seeds=3)
+    runs["bapo"][0] = fake_run(0, [0.2, 0.3, 0.3, 0.3], c_low=0.85, c_high=2.7, rho_before=0.3, updates=6)
+    result = {"runs": runs, "rows": table_rows(runs, rules), "preset": "p", "seeds": [0, 1, 2], "steps": 6,
+              "scenario": "partial-8"}
+    fig, drawn = comparison_view(result)
+    ax_acc, ax_bounds, _ = fig.axes[:3]
+    assert ax_acc.get_xlabel() == "step" and "6 steps" in fig.get_suptitle()
+    assert set(drawn) == {"bapo", "symmetric"}
+    assert max(len(line.get_xdata()) for line in ax_bounds.get_lines() if "BAPO" in str(line.get_label())) == 4

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from toy_rl.arithmetic.pilot import pilot, summarise
-from toy_rl.arithmetic.presets import DEFAULT, PRESETS, check_preset, get_preset
+from toy_rl.arithmetic.presets import DEFAULT, PRESETS, check_preset, get_preset, smoke_preset
 from toy_rl.arithmetic.run import DEFAULTS
 from toy_rl.arithmetic.tasks import get_task
 from toy_rl.arithmetic.warmstart import default_config, smoke_config
@@ -27,7 +27,7 @@ def test_every_preset_is_valid(name):
     check_preset(preset)
     cfg = preset.rl_config("symmetric", seed=7, steps=3)
     assert isinstance(cfg, RLConfig) and (cfg.rule, cfg.seed, cfg.steps) == ("symmetric", 7, 3)
-    assert cfg.eval_size >= 1000 and cfg.temperature in (0.6, 1.0) and cfg.staleness > 0
+    assert cfg.eval_size >= 1000 and cfg.temperature in (0.6, 1.0) and (cfg.staleness > 0 or cfg.partial)
     task = preset.make_task()
     assert len(task.heldout(cfg.eval_size)) == cfg.eval_size
 
@@ -43,6 +43,20 @@ def test_balanced_is_todays_setting_and_long_failures_give_room_to_ramble():
     right = np.mean([len(task.supervised_target(p)) + 1 for p in task.sample(300, rng=0)])    # + EOS
     assert 2.0 <= long.rl["max_new_tokens"] / right <= 3.5
     assert {get_preset(n).rl["temperature"] for n in PRESETS if n.startswith("long-failures")} == {0.6, 1.0}
+
+
+def test_long_failures_partial_is_long_failures_with_partial_rollout_instead_of_lag():
+    base, partial = get_preset(DEFAULT), get_preset("long-failures-partial")
+    assert (partial.task, partial.task_params, partial.warmstart) == (base.task, base.task_params, base.warmstart)
+    differ = {k for k in set(base.rl) | set(partial.rl) if base.rl.get(k) != partial.rl.get(k)}
+    assert differ == {"staleness", "mode", "partial"}
+    cfg = partial.rl_config("bapo", seed=3)
+    assert (cfg.staleness, cfg.partial, cfg.max_new_tokens) == (0, 8, 40)
+    assert -(-cfg.max_new_tokens // cfg.partial) == 5          # a failure that runs to the budget spans 5 steps
+    assert partial.rules == ("symmetric", "clip-higher", "bapo") and base.rules is None
+    smoke = smoke_preset(partial)                              # room for a 40-token answer to finish (5 steps)
+    assert smoke.rl["steps"] == 10 and smoke.rl["partial"] == 8 and smoke_preset(base).rl["steps"] == 4
+    check_preset(smoke)
 
 
 def test_preset_errors_are_one_line_value_errors():

@@ -90,6 +90,21 @@ def test_the_default_comparison_on_a_fresh_clone_is_announced_with_its_length(tm
                            f"({preset.rl['steps']} updates each) and the rung-2 warm start for search (not cached)")
 
 
+def test_the_partial_rollout_comparison_is_estimated_from_its_own_rate(tmp_path, cache):
+    from toy_rl.arithmetic.comparison import missing_specs
+    from toy_rl.arithmetic.presets import get_preset
+    preset = get_preset("long-failures-partial")
+    specs = missing_specs(preset, range(10), tmp_path / "runs" / "compare")
+    assert len(specs) == 40                      # 3 rules, and BAPO's 10 again for the fixed rule at its mean bounds
+    rate = eta.RL_RATES[("arithmetic", "search", True)]
+    assert rate.seconds < eta.RL_RATES[("arithmetic", "search", False)].seconds
+    plan = eta.Plan(specs=specs, workers=2)
+    warm = eta.warmstart_seconds(preset.make_task(), preset.warmstart)
+    assert plan.seconds() == pytest.approx(40 * preset.rl["steps"] * rate.seconds / 2 + warm)
+    assert plan.describe().startswith(f"training 40 rung-2 runs not found under "
+                                      f"{tmp_path / 'runs' / 'compare' / preset.name} (120 updates each, 2 at once)")
+
+
 def test_figures_announce_their_whole_plan_in_one_line(tmp_path, cache, always, capsys):
     from toy_rl.report.figures import render_figures
     render_figures(["02", "04"], tmp_path / "figs", smoke=True, runs=tmp_path / "runs", progress=False)

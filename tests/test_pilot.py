@@ -36,6 +36,16 @@ def test_long_failures_dominate_and_equal_lengths_are_balanced():
     assert b["symmetric"]["lambda"]["mean"] == pytest.approx(1.0)
 
 
+def test_seeds_with_fewer_updates_count_only_their_real_updates():
+    # partial rollout: seeds make different numbers of updates; records_array pads the shorter with NaN
+    runs = [[_record(s, 4, 8) for s in range(6)], [_record(s, 4, 8) for s in range(2)]]    # 8 updates, all moved
+    s = summarise_records(runs)
+    assert s["updates"] == 8 and s["search_moved_frac"] == 1.0 and s["rho_defined_frac"] == 1.0
+    assert s["search_moved_frac_early"] == 1.0 and s["search_moved_frac_late"] == 1.0
+    mixed = summarise_records([[_record(s, 4, 8) for s in range(6)], [_record(s, 4, 4) for s in range(2)]])
+    assert mixed["search_moved_frac"] == pytest.approx(6 / 8)                       # not 6 / 12
+
+
 def test_records_array_pads_seeds_and_skips_evaluation_and_final_records():
     runs = [[{"step": 0, "accuracy": 0.5}, {"step": 0, "c_low": 0.6, "rho_before": 0.3}, {"final": True, "c_low": 9}],
             [{"step": 0, "c_low": 0.6, "rho_before": None}, {"step": 1, "c_low": 0.6, "rho_before": 0.5}]]

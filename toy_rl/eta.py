@@ -59,6 +59,11 @@ RL_RATES = {
         0.52, 128, "logged: toy-rl arithmetic --compare long-failures --seeds 10 --workers 2, 90 runs x 120 updates, "
                    "6,000 s of runs in 52 min, two at a time (runs/compare, 2026-12-01); one run alone, 40 updates: "
                    "0.65 CPU-s per update at load 6"),
+    ("arithmetic", "search", True): Rate(
+        0.43, 128, "logged: toy-rl arithmetic --compare long-failures-partial --seeds 10 --workers 2, 40 runs x 120 "
+                   "steps of partial rollout (8 tokens per answer per step), 2,071 s of runs, two at a time at load "
+                   "4-6 (runs/compare/long-failures-partial, 2026-12-02); 0.17 CPU-s per step; one run alone at load "
+                   "2-3: 0.20 s per step"),
     ("lm", "add", False): Rate(
         8.2, 64, "logged: toy-rl figures --only 06 ran 3 runs of toy-rl lora --rule all --staleness 4, 40 updates "
                  "each, 986 s (runs/smollm2-135m-add, 2026-12-01, load 1.0)"),

@@ -5,7 +5,8 @@
     print(format_rows(result["rows"]))
 
 What runs (docs/protocol.md §3-6): every rule of :func:`toy_rl.experiments.controls.control_rules`
-on the preset's one staleness cell (default "long-failures": lag 8), then the fixed rule at BAPO's
+(or the few a preset names, :func:`preset_rules`) on the preset's one staleness cell (default "long-failures":
+lag 8; "long-failures-partial": partial rollout), then the fixed rule at BAPO's
 realised mean bounds over all seeds (:func:`realised_bounds`). Seed k of every rule starts from the
 same warm start and draws the same first rollout, so the tests pair runs by seed.
 
@@ -30,6 +31,7 @@ import numpy as np
 from ..eta import Plan, up_front
 from ..experiments import run
 from ..experiments.runner import finished
+from ..experiments.layout import scenario_of
 from ..experiments.controls import MEAN_BOUNDS, control_claims, control_rules, mean_bounds_rule
 from ..experiments.pilot import records_array, records_regime, summarise_records
 from ..experiments.records import run_summary
@@ -42,6 +44,21 @@ from .warmstart import load_warmstart
 
 ENDPOINTS = ("auc_accuracy", "final_accuracy")      # the first is the primary endpoint
 REFERENCE = "bapo"
+
+
+def preset_rules(preset: Preset | str = DEFAULT) -> dict:
+    """{label: rule} a preset's comparison runs when no rules are given: :func:`~toy_rl.experiments.controls.
+    control_rules` (docs/protocol.md §3), or only those the preset names in ``Preset.rules`` (e.g.
+    "long-failures-partial": symmetric, clip-higher and BAPO, Algorithm 1), in that order. The fixed rule at BAPO's
+    realised mean bounds is added by :func:`compare` whenever BAPO is among them."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    rules = control_rules()
+    if preset.rules is None:
+        return rules
+    unknown = [r for r in preset.rules if r not in rules]
+    if unknown:
+        raise ValueError(f"preset {preset.name!r} names unknown rules {unknown}; choose from {', '.join(rules)}")
+    return {label: rules[label] for label in preset.rules}
 
 
 def _run(spec) -> list[dict]:
@@ -129,12 +146,13 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         preset: a preset name (default "long-failures") or a :class:`~toy_rl.arithmetic.presets.Preset`.
         seeds: the seeds, shared by every rule (pairs for the tests).
         steps: updates per run (default: the preset's).
-        rules: {label: rule}; default :func:`~toy_rl.experiments.controls.control_rules`, with the fixed rule
+        rules: {label: rule}; default :func:`preset_rules` (all of
+            :func:`~toy_rl.experiments.controls.control_rules` unless the preset names fewer), with the fixed rule
             at BAPO's mean added when "bapo" is among them.
         out: root of the run folders.  workers: runs at once (processes, one thread each).
         overrides: other RLConfig fields (eval_every, lr, ...).
 
-    Returns {"preset", "seeds", "steps", "rows" (Holm-adjusted, BAPO the reference), "gate" (BAPO's pilot
+    Returns {"preset", "seeds", "steps", "scenario" (the run folders' scenario: "lag-8", "partial-8"), "rows" (Holm-adjusted, BAPO the reference), "gate" (BAPO's pilot
     gate over these runs: the regime), "search" (how BAPO's searches ended), "mean_bounds" (BAPO's realised
     mean bounds), "seeds_for_3_points" (:func:`seeds_needed`)}.
     """
@@ -144,7 +162,7 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    rules = control_rules() if rules is None else dict(rules)
+    rules = preset_rules(preset) if rules is None else dict(rules)
     if steps is not None:
         overrides["steps"] = steps
     if "eval_every" not in overrides and steps is not None:
@@ -161,7 +179,8 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))          # BAPO first
         records = run_all(specs(ordered), workers)
         runs = {label: records[i * len(seeds):(i + 1) * len(seeds)] for i, label in enumerate(ordered)}
-        result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"))
+        result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"),
+                      scenario=scenario_of(preset_spec(preset, "symmetric", seeds[0], out=out, **overrides)))
         if REFERENCE in runs:
             lo, hi = realised_bounds(runs[REFERENCE])
             rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
@@ -171,6 +190,15 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
     rows = table_rows(runs, rules)
     result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
     return result
+
+
+def as_cells(result: dict) -> dict:
+    """The comparison's runs keyed ``{(scenario, rule label): [records per seed]}``, as the rung-2 sweeps key theirs
+    (:func:`toy_rl.arithmetic.sweep.load_or_compare`), so the sweeps' measures and views read them too
+    (:func:`~toy_rl.arithmetic.measures.stats_table`: staleness_mean/max, mixed_versions, clip fractions;
+    :func:`~toy_rl.arithmetic.views.partial_curves`, :func:`~toy_rl.arithmetic.views.rule_bands`). The scenario is
+    the preset's one staleness cell, e.g. "partial-8" (partial rollout, docs/protocol.md §4)."""
+    return {(result["scenario"], label): runs for label, runs in result["runs"].items()}
 
 
 def comparison_checks(result: dict, endpoints=ENDPOINTS) -> list:
@@ -196,7 +224,7 @@ def missing_specs(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/com
     runs of the fixed rule at BAPO's mean bounds count as BAPO's own specs while BAPO's runs are not all done
     (their bounds are not known yet). For the estimate a command prints first (:mod:`toy_rl.eta`)."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
-    rules = control_rules() if rules is None else dict(rules)
+    rules = preset_rules(preset) if rules is None else dict(rules)
     if steps is not None:
         overrides.setdefault("steps", steps)
         overrides.setdefault("eval_every", max(1, steps // 6))
@@ -217,7 +245,7 @@ def is_complete(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compa
                 **overrides) -> bool:
     """Whether ``out`` holds every run of :func:`compare` with these settings finished (so compare only reads)."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
-    rules = control_rules() if rules is None else dict(rules)
+    rules = preset_rules(preset) if rules is None else dict(rules)
     done = {label: [finished(preset_spec(preset, rule, s, out=out, **overrides)) for s in seeds]
             for label, rule in rules.items()}
     if any(r is None for runs in done.values() for r in runs):
@@ -277,5 +305,5 @@ def gate_line(result: dict) -> str:
     return line
 
 
-__all__ = ["ENDPOINTS", "compare", "format_rows", "gate_line", "realised_bounds", "run_all", "seeds_needed",
-           "table_rows"]
+__all__ = ["ENDPOINTS", "as_cells", "compare", "format_rows", "gate_line", "preset_rules", "realised_bounds", "run_all",
+           "seeds_needed", "table_rows"]

@@ -24,6 +24,12 @@ Presets:
                    from a lagged behaviour policy (``mode="lag"``, 8 updates behind) at
                    lr 5e-4, where the symmetric rule clips 5-10 % of tokens.
 ``long-failures-t0.6``  the same at the paper's temperature 0.6 (§5.1).
+``long-failures-partial``  long-failures with partial rollout instead of the lag: each step writes at most 8 more
+                   tokens of every unfinished answer (``partial=8``, staleness 0) and trains on the groups that
+                   finished, so a failure that runs to the 40-token budget spans 5 steps (its first tokens 4 steps
+                   old when trained on) and a right answer 2. Its comparison runs only the three rules
+                   (``rules``; plus the fixed rule at BAPO's mean bounds that the comparison adds): notebook 05,
+                   section 9.
 
 Why lag 8 at lr 5e-4 (pilots of 30 updates, seed 0; the symmetric rule's clip fraction / KL per
 update / greedy held-out accuracy after the 30 updates, 0.264 before them): disjoint mini-batches (``reuse``)
@@ -38,6 +44,16 @@ Pilot gate (``toy_rl.arithmetic.pilot.pilot(name)``: 30 updates, seed 0, symmetr
     balanced             1.00 (0.99-1.02)   0.50          0 %        1.20        1.2 %     balanced
     long-failures        1.79 (1.43-2.13)   0.35         93 %        2.70        6.7 %     negatives-dominate
     long-failures-t0.6   1.84 (1.53-2.19)   0.33         93 %        2.83        8.1 %     negatives-dominate
+    long-failures-partial 1.79 (0.75-2.73)  0.36         55 %        2.19        1.7 %     negatives-dominate
+
+"long-failures-partial" (30 steps made 20 updates, 23 s for both runs): partial rollout trains on the few groups
+that finished (about 3 per update), so λ scatters far more from update to update and ρ before the search is
+below ρ0 in only 55 % of them; its tokens are younger than lag 8's, and the symmetric rule clips 1.7 % of them.
+Its comparison (``toy-rl arithmetic --compare long-failures-partial --seeds 10 --workers 2``: 4 rules x 10 seeds x 120
+steps, 1,062 BAPO updates, 2,071 s of runs): negatives-dominate, λ median 1.83, ρ before the search below ρ0 in 67 %
+of updates and bounds moved in 67 %, mean bounds [0.79, 2.38]; mean token age 2.4 steps, oldest 4; the symmetric
+rule clips 1.1 % / 0.2 % (KL 0.0075). Accuracy averaged over training: BAPO 0.212, symmetric 0.198, clip-higher
+0.209, BAPO's mean bounds fixed 0.198; claims 5 and 6 inconclusive (smallest p_holm 0.11).
 
 In "long-failures" BAPO reached ρ0 in only 23 % of updates; in 77 % its search ran to the end of
 its path, [0.9, 3.0], and it acted as that fixed rule (drift clips too few tokens for the bounds to
@@ -58,6 +74,8 @@ from .tasks.search import SearchTask
 from .warmstart import WarmstartConfig, default_config, smoke_config
 
 HELDOUT = 1000          # the whole held-out pool of a task (tasks/base.py, HELDOUT_POOL)
+PARTIAL_BUDGET = 8      # long-failures-partial: tokens per answer per step (a 40-token failure spans 5 steps)
+THREE_RULES = ("symmetric", "clip-higher", "bapo")
 
 
 @dataclass(frozen=True)
@@ -69,6 +87,7 @@ class Preset:
     warmstart: WarmstartConfig = field(default_factory=WarmstartConfig)
     rl: dict = field(default_factory=dict)
     why: str = ""
+    rules: tuple | None = None      # labels of the comparison's rules (control_rules); None: all of them
 
     def make_task(self) -> Task:
         """The task with this preset's settings. "search" is built here until the task registry lists it."""
@@ -100,6 +119,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            why="wrong answers keep trying until the 40-token budget, right ones stop at the hit: λ ≈ 2"),
     Preset("long-failures-t0.6", "search", {}, _SEARCH_WARMSTART, {**_SEARCH_RL, "temperature": 0.6},
            why="long-failures at the paper's sampling temperature 0.6"),
+    Preset("long-failures-partial", "search", {}, _SEARCH_WARMSTART,
+           {**_SEARCH_RL, "staleness": 0, "mode": "reuse", "partial": PARTIAL_BUDGET},
+           why=f"long-failures with partial rollout ({PARTIAL_BUDGET} tokens per answer per step) instead of lag 8",
+           rules=THREE_RULES),
 )}
 DEFAULT = "long-failures"
 
@@ -116,14 +139,18 @@ SMOKE_RL = dict(prompts=4, group_size=4, eval_size=32, steps=4, eval_every=2, ch
 def smoke_preset(preset: Preset | str = DEFAULT) -> Preset:
     """The preset shrunk to a check that runs in seconds (not a result): the tiny warm start of
     :func:`~toy_rl.arithmetic.warmstart.smoke_config` with a context that fits the preset's prompts and budget,
-    small batches, 4 updates; named ``<name>-smoke`` so its run folders never mix with the real ones."""
+    small batches, 4 updates (with partial rollout, enough steps for an answer of the whole budget to finish
+    twice: 10 at 40 tokens and 8 per step); named ``<name>-smoke`` so its run folders never mix with the real ones."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
     task = preset.make_task()
     longest = max(len(p.prompt) for p in task.heldout(SMOKE_RL["eval_size"])) + 1
     block = longest + max(preset.rl.get("max_new_tokens", 0), task.max_answer_chars + 1)     # answer + EOS
     warm = smoke_config(task)
     warm = dataclasses.replace(warm, model=dataclasses.replace(warm.model, block_size=max(warm.model.block_size, block)))
-    return dataclasses.replace(preset, name=f"{preset.name}-smoke", warmstart=warm, rl={**preset.rl, **SMOKE_RL})
+    rl = {**preset.rl, **SMOKE_RL}
+    if preset.rl.get("partial"):                # partial rollout: room for a group to finish (twice its longest)
+        rl["steps"] = max(rl["steps"], 2 * -(-rl.get("max_new_tokens", 16) // preset.rl["partial"]))
+    return dataclasses.replace(preset, name=f"{preset.name}-smoke", warmstart=warm, rl=rl)
 
 
 def check_preset(preset: Preset) -> None:

@@ -72,8 +72,9 @@ def compare(args) -> int:
     if args.json:
         print_json(result)
         return 0
-    print(f"Rung-2 comparison on the {preset.name!r} preset ({preset.rl.get('mode')} {preset.rl.get('staleness')}, "
-          f"{result['steps']} updates), seeds {seeds.start}-{seeds.stop - 1}, {result['seconds']:.0f} s")
+    print(f"Rung-2 comparison on the {preset.name!r} preset ({result['scenario']}, {result['steps']} "
+          f"{'steps' if preset.rl.get('partial') else 'updates'}), seeds {seeds.start}-{seeds.stop - 1}, "
+          f"{result['seconds']:.0f} s")
     print(gate_line(result))
     print(format_rows(result["rows"]))
     need = result["seeds_for_3_points"]

@@ -63,11 +63,14 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
         lambda_mass, rho_start_grad, rho_start_all: optional (as :func:`toy_rl.rl.diagnostics.balance_at_start` logs them).
         rho0: BAPO's target.  start: its starting bounds (a⁻, a⁺).
 
+    Positions with NaN bounds are no update (a seed that made fewer updates than another, padded by
+    :func:`records_array`, as under partial rollout): every share and ``updates`` count real updates only.
+
     Returns a dict: ``regime``; ``rho_below_target_frac`` (share of updates with a defined ρ whose
     ρ before the search is below ρ0) and ``rho_defined_frac``; ``rho_before`` quantiles of BAPO's own
     reading and, when given, ``rho_start`` {"grad": …, "all": …} quantiles at the start bounds;
     ``lambda`` (mean and quantiles); ``search_moved_frac`` (share of updates whose bounds left the
-    start) with ``_early`` / ``_late`` halves; ``c_low_mean``, ``c_high_mean`` and their quantiles, and
+    start, Algorithm 1's search moved them) with ``_early`` / ``_late`` halves; ``c_low_mean``, ``c_high_mean`` and their quantiles, and
     ``c_low_mean_defined`` / ``c_high_mean_defined`` over the updates with a defined ρ only (an update with
     no advantage mass keeps the start bounds, which then clip nothing);
     mean ``clip_frac_low``, ``clip_frac_high``, ``approx_kl``; ``updates``.
@@ -77,7 +80,8 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
     if not (rho.shape == lo.shape == hi.shape) or rho.size == 0:
         raise ValueError(f"rho_before, c_low and c_high must be non-empty and share one shape; got "
                          f"{rho.shape}, {lo.shape}, {hi.shape}")
-    moved = ((np.abs(lo - start[0]) > 1e-6) | (np.abs(hi - start[1]) > 1e-6)).astype(float)   # float32 logs
+    update = np.isfinite(lo) & np.isfinite(hi)      # NaN bounds: a seed with fewer updates, padded (partial rollout)
+    moved = np.where(update, (np.abs(lo - start[0]) > 1e-6) | (np.abs(hi - start[1]) > 1e-6), np.nan)  # float32 logs
     defined = np.isfinite(rho)
     below = float((rho[defined] < rho0).mean()) if defined.any() else math.nan
     early, late = _halves(moved)
@@ -85,16 +89,16 @@ def pilot_summary(rho_before, c_low, c_high, clip_frac_low, clip_frac_high, appr
         regime=regime_name(below),
         rho0=rho0,
         rho_below_target_frac=below,
-        rho_defined_frac=float(defined.mean()),
+        rho_defined_frac=float(defined[update].mean()) if update.any() else math.nan,
         rho_before=_quantiles(rho),
-        search_moved_frac=float(moved.mean()),
+        search_moved_frac=finite_mean(moved),
         search_moved_frac_early=finite_mean(early),
         search_moved_frac_late=finite_mean(late),
         c_low_mean=finite_mean(lo), c_high_mean=finite_mean(hi),
         c_low_mean_defined=finite_mean(lo[defined]), c_high_mean_defined=finite_mean(hi[defined]),
         c_low_q=_quantiles(lo), c_high_q=_quantiles(hi),
         clip_frac_low=finite_mean(clip_frac_low), clip_frac_high=finite_mean(clip_frac_high), approx_kl=finite_mean(approx_kl),
-        updates=int(rho.size),
+        updates=int(update.sum()),
     )
     if lambda_mass is not None:
         out["lambda"] = dict(mean=finite_mean(lambda_mass), **_quantiles(lambda_mass))

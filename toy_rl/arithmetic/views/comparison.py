@@ -2,9 +2,10 @@
 
 Left: greedy held-out accuracy over training, mean and 95% band over seeds, for the three rules and the controls
 that ask whether BAPO's adaptivity matters (its start [0.6, 1.2], its realised mean bounds held fixed, a wide
-fixed [0.8, 2.0]). Middle: the bounds BAPO chose, per update (mean and band over seeds), beside the fixed rules'.
-Right: BAPO minus each rule on the primary endpoint (accuracy averaged over training), the paired 95% interval
-by seed, filled where the Holm-adjusted p is below 0.05.
+fixed [0.8, 2.0]). Middle: the bounds BAPO chose, per update (mean and band over seeds, up to the fewest updates
+a seed made: partial rollout skips steps), beside the fixed rules'. Right: BAPO minus each rule on the primary
+endpoint (accuracy averaged over training), the paired 95% interval by seed, filled where the Holm-adjusted p is
+below 0.05.
 """
 from __future__ import annotations
 
@@ -29,11 +30,13 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy")
         steps, acc = curve(runs[label], "accuracy")
         ls = "-" if label in ("symmetric", "clip-higher", "bapo") else "--"
         drawn[label] = float(band(ax_acc, steps, acc, colour_of(label, i), label, ls=ls)[-1])
-    ax_acc.set(xlabel="update", ylabel="greedy held-out accuracy", title="accuracy (95% band over seeds)")
+    unit = "step" if str(result.get("scenario", "")).startswith("partial") else "update"    # partial: steps
+    ax_acc.set(xlabel=unit, ylabel="greedy held-out accuracy", title="accuracy (95% band over seeds)")
     ax_acc.legend(fontsize=8)
     if "bapo" in runs:
         for key, name in (("c_low", "BAPO c_low"), ("c_high", "BAPO c_high")):
             values = records_array(runs["bapo"], key)
+            values = values[:, :int(np.isfinite(values).all(0).sum())]   # the updates every seed made (partial rollout)
             band(ax_bounds, np.arange(values.shape[1]), values, colour_of("bapo"), name if key == "c_high" else None,
                  window=5, ls="-" if key == "c_high" else ":")
         for value, text in ((0.8, "symmetric c_low 0.8"), (1.2, "symmetric c_high 1.2"), (1.28, "clip-higher 1.28")):
@@ -44,6 +47,6 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy")
     paired_differences(ax_diff, rows, endpoint, "BAPO − rule, accuracy averaged over training")
     ax_diff.set(title="paired by seed, 95% interval\n(filled: p_holm < 0.05)")
     gate = result.get("gate") or {}
-    fig.suptitle(f"Rung 2, preset {result['preset']!r}: {len(result['seeds'])} seeds × {result['steps']} updates; "
+    fig.suptitle(f"Rung 2, preset {result['preset']!r}: {len(result['seeds'])} seeds × {result['steps']} {unit}s; "
                  f"regime {gate.get('regime', 'not measured')}", fontsize=11)
     return fig, drawn
