@@ -105,6 +105,8 @@ def test_normalise_masks_durations_and_addresses_only():
 def test_compare_finds_what_changed():
     base = _executed([_stdout("accuracy 0.50 in 3 s\n")], [_image(_png(100))])
     assert compare(base, _executed([_stdout("accuracy 0.50 in 4 s\n")], [_image(_png(101))])) == []
+    split = _executed([_stdout("accuracy "), _stdout("0.50 in 3 s\n")], [_image(_png(100))])    # prints, chunked
+    assert compare(base, split) == []
     text = compare(base, _executed([_stdout("accuracy 0.51 in 3 s\n")], [_image(_png(100))]))
     assert len(text) == 1 and "code cell 1" in text[0] and "0.51" in text[0]
     figure = compare(base, _executed([_stdout("accuracy 0.50 in 3 s\n")], [_image(_png(160))]))
@@ -163,3 +165,13 @@ def test_committed_copy_matches_a_fresh_execution_from_the_logs(path):
     differences = check([path.stem])[path.name]
     assert not differences, (f"{path.name} is stale ({len(differences)} differences; rebuild with "
                              f"`toy-rl course build {path.stem[:2]}`):\n" + "\n".join(differences[:20]))
+
+
+def test_readme_states_the_committed_logs_as_they_are():
+    import re
+    from toy_rl.course.logs import ROOT, run_folders
+    text = " ".join((ROOT / "README.md").read_text().split())
+    found = re.search(r"no checkpoints, ([\d.]+) MB for the (\d+) runs the notebooks read", text)
+    assert found, "README's 'Reading without running' names the size and number of the committed runs"
+    assert float(found.group(1)) == round(size(RESULTS) / 1e6, 1)
+    assert int(found.group(2)) == len(run_folders(RESULTS))

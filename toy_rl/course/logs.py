@@ -20,11 +20,14 @@ KEPT = ("metrics.jsonl", "config.json", "batches.pt")
 
 # The experiments (folders under runs/) the notebooks read in full mode, with the commands that make them.
 LOGGED = {
-    "arithmetic-notebook": "notebooks 04 and 05: their own sweeps (run by the notebooks)",
-    "compare/long-failures": "toy-rl arithmetic --compare long-failures --seeds 10",
-    "arithmetic-scratchpad": "toy-rl arithmetic --task scratchpad --partial 8 --seeds 5",
-    "arithmetic-notebook-small-batch": "notebook 05's small-batch control (run by the notebook)",
-    "smollm2-135m-add": "notebook 06's LoRA runs (run by the notebook)",
+    "arithmetic-notebook/arithmetic-add": "notebook 04's own sweep (run by the notebook when runs/arithmetic-add is missing)",
+    "compare/long-failures": "toy-rl arithmetic --compare long-failures --seeds 10 --workers 2",
+    "compare/long-failures-partial": "toy-rl arithmetic --compare long-failures-partial --seeds 10 --workers 2",
+    "arithmetic-scratchpad": ("toy-rl arithmetic --task scratchpad --rule all --partial 8 --seeds 5, then "
+                              "--rule symmetric --staleness 0 --seeds 5"),
+    "small-batch": ("toy-rl arithmetic --task scratchpad --rule symmetric --staleness 0 --seeds 5 --prompts 3 "
+                    "--out runs/small-batch"),
+    "smollm2-135m-add": "notebook 06's LoRA runs (the notebook runs the missing ones)",
 }
 
 

@@ -65,26 +65,24 @@ def normalise(text: str) -> str:
 
 
 def _items(cell) -> list[tuple[str, str]]:
-    """(kind, content) of every output of a code cell, in order: texts normalised, images as base64."""
-    items = []
+    """(kind, content) of every output of a code cell, in order: texts normalised, images as base64. Consecutive
+    prints are one item: an execution may deliver them as one stream or several."""
+    raw = []
     for out in cell.outputs:
         if out.output_type == "stream":
-            items.append(("stdout", normalise(out.text)))
+            if raw and raw[-1][0] == "stdout":
+                raw[-1] = ("stdout", raw[-1][1] + out.text)
+            else:
+                raw.append(("stdout", out.text))
         elif out.output_type == "error":
-            items.append(("error", f"{out.ename}: {out.evalue}"))
+            raw.append(("error", f"{out.ename}: {out.evalue}"))
         else:
             for kind in TEXTS:
                 if kind in out.data and not ("image/png" in out.data and kind == "text/plain"):
-                    items.append((kind, normalise(out.data[kind])))   # a figure's "<Figure size ...>" is the image
+                    raw.append((kind, out.data[kind]))       # a figure's "<Figure size ...>" is the image
             if "image/png" in out.data:
-                items.append(("image/png", out.data["image/png"]))
-    merged = []                                   # consecutive prints may arrive as one stream or several
-    for kind, content in items:
-        if merged and kind == "stdout" == merged[-1][0]:
-            merged[-1] = ("stdout", merged[-1][1] + "\n" + content)
-        else:
-            merged.append((kind, content))
-    return merged
+                raw.append(("image/png", out.data["image/png"]))
+    return [(kind, content if kind == "image/png" else normalise(content)) for kind, content in raw]
 
 
 def image_rms(a: str, b: str) -> float:
