@@ -30,6 +30,7 @@ COMMON = {
     "figures": {"--out", "--json", "--no-progress", "--smoke"},
     "report": {"--seeds", "--steps", "--out", "--json", "--no-progress", "--smoke"},
     "pilot": {"--seeds", "--first-seed", "--steps", "--threads", "--out", "--json", "--no-progress", "--smoke"},
+    "course": {"--json"},
 }
 
 

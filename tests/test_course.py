@@ -16,7 +16,7 @@ from PIL import Image
 from toy_rl.course import COURSE, NOTEBOOKS, RESULTS, check, collect
 from toy_rl.course.execute import logs_cell, notebooks
 from toy_rl.course.logs import KEPT, LOGGED, size
-from toy_rl.course.outputs import clean, compare, image_rms, normalise, palette_png
+from toy_rl.course.outputs import LIVE, clean, compare, image_rms, normalise, palette_png
 from toy_rl.experiments import make_spec, run
 from toy_rl.experiments.runner import LOGGED_ONLY
 
@@ -73,10 +73,9 @@ def test_clean_keeps_text_and_figures_drops_stderr_and_widgets():
     nb.cells[0].metadata["execution"] = {"iopub.status.busy": "2026"}
     out = clean(nb)
     kinds = [(o.output_type, o.get("name"), sorted(o.get("data", {}))) for o in out.cells[0].outputs]
-    assert kinds == [("stream", "stdout", []), ("display_data", None, ["text/plain"]),
-                     ("display_data", None, ["image/png", "text/plain"])]
+    assert kinds == [("stream", "stdout", []), ("display_data", None, ["image/png", "text/plain"])]
     assert "widgets" not in out.metadata and "execution" not in out.cells[0].metadata
-    assert image_rms(out.cells[0].outputs[2].data["image/png"], _png(90)) < 1.0
+    assert image_rms(out.cells[0].outputs[1].data["image/png"], _png(90)) < 1.0
 
 
 def test_palette_png_is_smaller_and_looks_the_same():
@@ -118,6 +117,20 @@ def test_compare_finds_what_changed():
     assert "outputs" in missing[0]
     error = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
     assert compare(base, _executed([error], [_image(_png(100))]))
+
+
+def test_a_live_cell_is_checked_for_its_kinds_of_output_not_its_values():
+    """A cell tagged course-live trains on the building machine: other numbers elsewhere, the same outputs."""
+    def live(*cells):
+        nb = _executed(*cells)
+        nb.cells[0].metadata["tags"] = [LIVE]
+        return nb
+    base = live([_stdout("accuracy 0.50\n"), _image(_png(100))], [_stdout("logged 0.7\n")])
+    assert compare(base, live([_stdout("accuracy 0.71\n"), _image(_png(200))], [_stdout("logged 0.7\n")])) == []
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
+    assert "outputs" in compare(base, live([error], [_stdout("logged 0.7\n")]))[0]
+    assert "logged" in compare(base, live([_stdout("accuracy 0.71\n"), _image(_png(200))],
+                                          [_stdout("logged 0.8\n")]))[0]   # untagged cells: values still checked
 
 
 def test_collect_copies_logs_not_checkpoints(tmp_path):

@@ -375,3 +375,23 @@ def test_cli_controls_needs_one_staleness_and_two_seeds(capsys):
     from toy_rl.cli import main
     assert main(["lora", "--controls", "--staleness", "2", "4", "--seeds", "2"]) == 2
     assert "--controls compares the rules in one cell" in capsys.readouterr().err
+
+
+def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, tmp_path):
+    """`--controls --rule symmetric bapo`: the comparison gets exactly those control rules (the cheaper one)."""
+    import toy_rl.lm.comparison as comparison
+    from toy_rl.cli import main
+    seen = {}
+
+    def fake_compare(task, seeds, staleness, rules=None, **settings):
+        seen.update(rules=rules, seeds=list(seeds), staleness=staleness)
+        return dict(task="search", scenario="reuse-2", seeds=list(seeds), steps=1, rows=[], seeds_for_3_points=None)
+
+    monkeypatch.setattr(comparison, "compare", fake_compare)
+    monkeypatch.setattr("toy_rl.arithmetic.comparison.comparison_verdicts", lambda result: [])
+    assert main(["lora", "--controls", "--rule", "symmetric", "bapo", "--staleness", "2", "--seeds", "2",
+                 "--task", "search", "--json", "--out", str(tmp_path)]) == 0
+    assert sorted(seen["rules"]) == ["bapo", "symmetric"] and seen["seeds"] == [0, 1] and seen["staleness"] == 2
+    assert main(["lora", "--controls", "--staleness", "2", "--seeds", "2", "--task", "search", "--json",
+                 "--out", str(tmp_path)]) == 0
+    assert seen["rules"] is None                                     # no --rule (all three): every control

@@ -44,7 +44,8 @@ def add_arguments(p):
                    help="the default comparison instead of --rule: the three rules and the protocol's controls "
                         "(fixed [0.6, 1.2], BAPO a-=0.8, fixed [0.8, 2.0], the authors' BAPO, rho0=0.5, then fixed at "
                         "BAPO's mean bounds) at one --staleness, tests paired by seed with Holm, the regime, the "
-                        "verdicts on claims 5 and 6 (toy_rl.lm.comparison)")
+                        "verdicts on claims 5 and 6 (toy_rl.lm.comparison); with --rule, only those rules (and "
+                        "the fixed rule at BAPO's mean bounds), a cheaper comparison; --rule all: every control")
     common = CommonFlags(p)
     common.sized("--eval-size", DEFAULTS["eval_size"], SMOKE["eval_size"],
                  "held-out problems (±4.5-5 points of noise at 100)", group=p, metavar="N")
@@ -156,9 +157,14 @@ def _baseline_and_runs(args, specs, model, task, eval_size, load, say):
 def _controls(args, task, seeds, out, progress, kw) -> int:
     """``--controls``: :func:`toy_rl.lm.comparison.compare` in the one cell, then its table, regime and verdicts."""
     from ..arithmetic.comparison import comparison_verdicts, format_rows, gate_line
+    from ..clipping import RULES
+    from ..experiments.controls import control_rules
     from ..lm.comparison import compare
+    rules = None                                  # every control; --rule naming fewer rules: a cheaper comparison
+    if set(args.rule) != set(RULES):
+        rules = {k: v for k, v in control_rules().items() if k in args.rule}
     t0 = time.perf_counter()
-    result = compare(task, seeds, args.staleness[0], mode=args.mode, partial=args.partial, steps=args.steps, out=out,
+    result = compare(task, seeds, args.staleness[0], rules=rules, mode=args.mode, partial=args.partial, steps=args.steps, out=out,
                      smoke=args.smoke, progress=progress, eval_size=args.eval_size, threads=args.threads,
                      device=args.device, **kw)
     verdicts = comparison_verdicts(result)

@@ -133,11 +133,15 @@ shows the figure drawn at its default position.
 Total {total / 1e6:.1f} MB (images re-encoded with a 256-colour palette). They were executed from the run logs
 committed in `results/` ({size(results) / 1e6:.1f} MB of `metrics.jsonl` and `config.json` per run, plus rung 3's
 stored batches; no checkpoints): a cell inserted after each parameters cell points the run folders there, and
-nothing is trained (rung 1's bandit runs and the demos are computed in the notebooks, in seconds).
+none of the logged runs is trained again (rung 1's bandit runs and the demos are computed in the notebooks, in
+seconds). The exception is marked: cells tagged `course-live` in notebooks 04 and 05 compute from rung 2's warm
+start as the building machine trained it (a stale batch, a short run, partial-rollout demos), so their numbers
+are this machine's and differ a little elsewhere.
 
 Made by `toy-rl course build` on {machine()}, {time.strftime('%Y-%m-%d')}.
 `toy-rl course check` (run by `tests/test_course.py`) executes them again and fails when an output no longer
-matches what the current code computes from the logs. To add your own runs' logs: `toy-rl course collect`.
+matches what the current code computes from the logs (for a `course-live` cell: when it no longer shows the
+same kinds of output). To add your own runs' logs: `toy-rl course collect`.
 """
     (out / "README.md").write_text(text)
     return out / "README.md"
