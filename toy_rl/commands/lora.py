@@ -164,9 +164,9 @@ def _controls(args, task, seeds, out, progress, kw) -> int:
     if set(args.rule) != set(RULES):
         rules = {k: v for k, v in control_rules().items() if k in args.rule}
     t0 = time.perf_counter()
-    result = compare(task, seeds, args.staleness[0], rules=rules, mode=args.mode, partial=args.partial, steps=args.steps, out=out,
-                     smoke=args.smoke, progress=progress, eval_size=args.eval_size, threads=args.threads,
-                     device=args.device, **kw)
+    result = compare(task, seeds, args.staleness[0], rules=rules, mode=args.mode, partial=args.partial,
+                     steps=args.steps, out=out, smoke=args.smoke, progress=progress, eval_size=args.eval_size,
+                     threads=args.threads, device=args.device, **kw)
     verdicts = comparison_verdicts(result)
     if args.json:
         print_json(dict(task=result["task"], scenario=result["scenario"], seeds=result["seeds"], rows=result["rows"],
