@@ -196,3 +196,20 @@ def test_comparison_view_draws_bapo_bounds_over_the_updates_every_seed_made():
     assert ax_acc.get_xlabel() == "step" and "6 steps" in fig.get_suptitle()
     assert set(drawn) == {"bapo", "symmetric"}
     assert max(len(line.get_xdata()) for line in ax_bounds.get_lines() if "BAPO" in str(line.get_label())) == 4
+
+
+def test_command_passes_steps_only_when_given(monkeypatch, capsys):
+    """``--compare`` runs the preset's number of updates unless ``--steps`` is given."""
+    import toy_rl.arithmetic.comparison as comparison
+    from toy_rl.cli import main
+    seen = []
+
+    def fake_compare(preset, seeds, steps=None, **kw):
+        seen.append(steps)
+        raise SystemExit(0)                      # stop before any run
+    monkeypatch.setattr(comparison, "compare", fake_compare)
+    for argv, steps in ((["arithmetic", "--compare", "--seeds", "2"], None),
+                        (["arithmetic", "--compare", "--seeds", "2", "--steps", "5"], 5)):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert seen.pop() == steps

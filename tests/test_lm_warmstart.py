@@ -108,6 +108,8 @@ def test_the_search_warm_task():
     task = make_task("lm", "search-warm")
     assert task.warm_start == 50 and task_label("lm", task) == "search-warm" and "search-warm" in task_names("lm")
     assert task_label("lm", make_task("lm", "search")) == "search"
+    hard = make_task("lm", "search-hard-warm")                 # harder sums, in the protocol's 10-30 % band
+    assert (hard.warm_start, hard.max_number) == (50, 30) and task_label("lm", hard) == "search-hard-warm"
     with pytest.raises(ValueError, match="warm_start"):
         make_task("lm", "search", warm_start=-1)
 

@@ -28,7 +28,7 @@ def add_arguments(p):
     p.add_argument("--compare", nargs="?", const="long-failures", default=None, metavar="PRESET",
                    help="instead of a sweep: the default comparison on a named setting (toy_rl.arithmetic.presets; "
                         "default long-failures, negatives dominate; balanced is the control): the three rules and the "
-                        "controls on the preset's staleness and its number of updates, paired by seed, "
+                        "controls on the preset's staleness and its number of updates (or --steps), paired by seed, "
                         "Holm-adjusted; use --seeds 10 (or more) for a result, runs under <out>/compare/")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="with --compare: runs at once, each in its own process on --threads threads (default 1; "
@@ -64,8 +64,9 @@ def compare(args) -> int:
         preset = smoke_preset(preset)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     t0 = time.perf_counter()
-    result = compare(preset, seeds=seeds, out=args.out / "compare", workers=args.workers, device=args.device,
-                     progress=show_progress(args) and args.workers == 1)
+    steps = args.steps if "steps" in args._given else None         # default: the preset's number of updates
+    result = compare(preset, seeds=seeds, steps=steps, out=args.out / "compare", workers=args.workers,
+                     device=args.device, progress=show_progress(args) and args.workers == 1)
     result["verdicts"] = comparison_verdicts(result)
     result.pop("runs")
     result["seconds"] = time.perf_counter() - t0

@@ -214,6 +214,7 @@ def settle(args: argparse.Namespace) -> None:
     """Fill the defaults (the smoke ones under --smoke, unless given), expand ``--rule all``, and check that
     ``--out`` (and the other output folders) can be written. ValueError naming the flag otherwise."""
     smoke = getattr(args, "smoke", False)
+    args._given = {dest for dest in getattr(args, "_full", {}) if getattr(args, dest, None) is not None}
     for dest, full in getattr(args, "_full", {}).items():
         if getattr(args, dest, None) is None:
             value = args._smoke[dest] if smoke and dest in args._smoke else full

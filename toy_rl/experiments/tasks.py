@@ -5,7 +5,8 @@
     make_task("lm", "add")                  rungs 3-4: 2-digit addition asked of a pretrained LM with a 3-shot prompt
     make_task("lm", "add-cot")              rungs 3-4: the same asked in a chat with reasoning first (long failures)
     make_task("lm", "search")               rungs 3-4: find a pair summing to a target, trying pairs aloud (long failures)
-    make_task("lm", "search-warm")          the same from a 50-step LoRA warm start (rung 3's negatives-dominate task)
+    make_task("lm", "search-warm")          the same from a 50-step LoRA warm start (negatives dominate; ~60 % right)
+    make_task("lm", "search-hard-warm")     the same with numbers up to 30 (negatives dominate; ~23 % right)
     make_task("lm", "gsm8k.jsonl")          rungs 3-4: question/answer pairs from a local GSM8K-format file
 
 Rung 2's "add" and rung 3's "add" are different tasks (different prompts, answers and tokenizers), so a name
@@ -31,9 +32,11 @@ LM_TASKS = {
     "add-cot": dict(digits=2, op="+", cot=True, prompt_format="chat"),
 }
 # Rungs 3-4: SearchTask settings (toy_rl.lm.tasks): failed answers run on until the budget (λ > 1).
-# "search-warm": the same after 50 steps of LoRA fine-tuning on worked answers (toy_rl.lm.warmstart), rung 3's
-# negatives-dominate setting (sampled accuracy and λ measured in toy_rl.lm.tasks.SearchTask's docstring).
-LM_SEARCH_TASKS = {"search": dict(), "search-warm": dict(warm_start=50)}
+# "search-warm": the same after 50 steps of LoRA fine-tuning on worked answers (toy_rl.lm.warmstart), a
+# negatives-dominate setting with ~60 % of sampled answers right; "search-hard-warm": numbers up to 30, ~23 % right,
+# inside the protocol's 10-30 % (sampled accuracy and λ measured in toy_rl.lm.tasks.SearchTask's docstring).
+LM_SEARCH_TASKS = {"search": dict(), "search-warm": dict(warm_start=50),
+                   "search-hard-warm": dict(warm_start=50, max_number=30)}
 
 
 def check_rung(rung: str) -> str:
