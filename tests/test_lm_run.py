@@ -395,3 +395,6 @@ def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, t
     assert main(["lora", "--controls", "--staleness", "2", "--seeds", "2", "--task", "search", "--json",
                  "--out", str(tmp_path)]) == 0
     assert seen["rules"] is None                                     # no --rule (all three): every control
+    assert main(["lora", "--controls", "--rule", "symmetric", "clip-higher", "bapo", "--staleness", "2", "--seeds",
+                 "2", "--task", "search", "--json", "--out", str(tmp_path)]) == 0
+    assert sorted(seen["rules"]) == ["bapo", "clip-higher", "symmetric"]   # the three named: not every control

@@ -70,6 +70,10 @@ RL_RATES = {
     ("lm", "search-warm", False): Rate(
         122.0, 64, "logged: toy-rl pilot --rung 3 --task search-warm, 2 runs x 8 updates of up to 96 tokens, 1,947 s "
                    "of runs, held-out evaluations included (runs/pilot/smollm2-135m-search-warm, 2026-12-02, load ~4)"),
+    ("lm", "search-hard-warm", False): Rate(
+        175.5, 64, "logged: toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher bapo "
+                   "--staleness 2 --seeds 2 --steps 8, 3 runs x 8 updates of up to 96 tokens, 4,212 s of runs, two "
+                   "at a time (runs/smollm2-135m-search-hard-warm, 2026-12-03, load ~2)"),
     ("lm", "add-cot", False): Rate(
         143.0, 64, "logged: toy-rl pilot --rung 3 --task add-cot, 2 runs x 8 updates of up to 128 tokens, 2,297 s "
                    "(runs/pilot/smollm2-135m-add-cot, 2026-11-30)"),

@@ -220,6 +220,7 @@ def settle(args: argparse.Namespace) -> None:
             value = args._smoke[dest] if smoke and dest in args._smoke else full
             setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
     if hasattr(args, "rule"):
+        args._all_rules = "all" in args.rule          # --rule all (the default), not the three named one by one
         args.rule = expand_rules(args.rule)
     if getattr(args, "_out_kind", None) and args.out is not None:
         check_out(args.out, args._out_kind)
