@@ -28,7 +28,9 @@ def test_paired_beats_welch_when_seeds_share_noise():
 
 def test_paired_test_drops_nan_pairs_and_handles_ties():
     r = paired_test([1.0, 2.0, np.nan, 4.0], [0.5, np.nan, 3.0, 3.5])
-    assert r["n"] == 2 and r["diff"] == pytest.approx(0.5) and r["p"] == 0.0
+    assert r["n"] == 2 and r["diff"] == pytest.approx(0.5) and r["p"] == 0.5   # sign test: 2 · 0.5²
+    assert paired_test([0.1 + 0.2] * 10, [0.1] * 10)["p"] == pytest.approx(2 * 0.5 ** 10)  # rounding is no spread
+    assert paired_test([0.3, 0.4, 0.5], [0.4, 0.5, 0.6])["p"] == 0.25
     same = paired_test([0.3, 0.4, 0.5], [0.3, 0.4, 0.5])
     assert same["diff"] == 0 and same["p"] == 1.0
     assert math.isnan(paired_test([1.0], [0.0])["p"])

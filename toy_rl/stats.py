@@ -58,7 +58,9 @@ def paired_test(a, b) -> dict:
 
     Pairs with a NaN on either side are dropped. Returns ``{"n", "diff", "diff_lo", "diff_hi", "t", "p"}``:
     the mean difference a − b with its Student-t 95% interval, and the two-sided p-value
-    (scipy.stats.ttest_rel). Identical samples give diff 0, p 1; fewer than 2 pairs give NaNs.
+    (scipy.stats.ttest_rel). Identical samples give diff 0, p 1; fewer than 2 pairs give NaNs. When every
+    pair differs by the same non-zero amount (up to float rounding) the t statistic is undefined, and p is the
+    exact two-sided sign test, 2·0.5ⁿ: two seeds that agree can never be significant (p = 0.5), ten can.
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape:
@@ -72,8 +74,11 @@ def paired_test(a, b) -> dict:
     out.update(diff=float(mean), diff_lo=float(lo), diff_hi=float(hi))
     if len(d) < 2:
         return out
-    if np.ptp(d) == 0:                      # every pair differs by the same amount (often 0: identical runs)
-        out.update(t=0.0 if d[0] == 0 else math.copysign(math.inf, d[0]), p=1.0 if d[0] == 0 else 0.0)
+    if np.allclose(d, d[0], rtol=1e-9, atol=1e-12):  # every pair differs by the same amount (up to rounding)
+        if np.allclose(d, 0.0, rtol=0.0, atol=1e-12):  # often identical runs: no difference at all
+            out.update(t=0.0, p=1.0)
+        else:  # no spread, so no t; the exact sign test: n differences of one sign, p = 2 * 0.5**n
+            out.update(t=math.copysign(math.inf, d[0]), p=min(1.0, 2.0 * 0.5 ** len(d)))
         return out
     t, p = stats.ttest_rel(a[keep], b[keep])
     out.update(t=float(t), p=float(p))
