@@ -1,4 +1,5 @@
-"""Numbers the docs quote agree with the code (issue 13): the rung-2 model's size, wherever it is quoted."""
+"""Numbers the docs quote agree with the code (issue 13): the rung-2 model's size, wherever it is quoted, and the
+rung-3 table's p-values (issue 11)."""
 import json
 import re
 from pathlib import Path
@@ -29,3 +30,23 @@ def test_the_rung2_model_has_211520_parameters_wherever_it_is_quoted():
     assert quoted, "the README quotes the model's size"
     wrong = [(name, q) for name, q in quoted if q != "211,520"]
     assert not wrong, wrong
+
+
+def test_the_rung3_table_follows_from_its_per_seed_accuracies():
+    """The README's search-hard-warm table: differences and Holm-adjusted p-values recomputed from the per-seed
+    final accuracies it prints (the area under the curve is the mean of the start, 0.32, and the end)."""
+    from toy_rl.stats import holm, paired_test
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| rule | auc accuracy | final accuracy (seed 0 / 1)"):].split("\n\n")[0]
+    row = re.compile(r"^\| (.+?) \| [\d.]+ ± [\d.]+ \| [\d.]+ ± [\d.]+ \(([\d.]+) / ([\d.]+)\) \|(.*)\|$")
+    rows = {m[1]: ([float(m[2]), float(m[3])], m[4]) for m in map(row.match, table.splitlines()[2:])}
+    bapo = rows.pop("BAPO")[0]
+    quoted, tests = [], []
+    for finals, cells in rows.values():
+        for end in (lambda x: (0.32 + x) / 2, lambda x: x):             # auc, then final
+            tests.append(paired_test([end(x) for x in bapo], [end(x) for x in finals]))
+        quoted += re.findall(r"([+−-][\d.]+) points, ([\d.]+)", cells)
+    adjusted = holm([t["p"] for t in tests])
+    assert len(quoted) == len(tests) == 6
+    for t, p, (diff, p_quoted) in zip(tests, adjusted, quoted):
+        assert abs(t["diff"] * 100 - float(diff.replace("−", "-"))) <= 0.051 and round(p, 2) == float(p_quoted)
