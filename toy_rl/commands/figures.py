@@ -6,14 +6,14 @@ from pathlib import Path
 from .common import CommonFlags, extra_outs, print_json, show_progress
 
 NAME = "figures"
-HELP = ("draw the key plot of each notebook (00-06) from its full configuration into small PNGs with a caption "
+HELP = ("draw the key plot of each notebook (00-07) from its full configuration into small PNGs with a caption "
         "each (default docs/figures, with --overwrite); finished runs under runs/ are read back, not rerun")
 
 
 def add_arguments(p):
     from ..report.figures import DOCS_FIGURES, FIGURES, SMOKE_OUT
     p.add_argument("--only", nargs="+", metavar="NAME",
-                   help=f"only these figures: {', '.join(FIGURES)}, or their numbers 00-06 (default: all)")
+                   help=f"only these figures: {', '.join(FIGURES)}, or their numbers 00-07 (default: all)")
     p.add_argument("--runs", type=Path, default=None,
                    help="root of the run folders (default runs; with --smoke a fresh temporary folder)")
     extra_outs(p, "--runs")

@@ -1,4 +1,4 @@
-"""The key plot of each notebook (00-06), rendered from its full configuration into small PNGs with a caption
+"""The key plot of each notebook (00-07), rendered from its full configuration into small PNGs with a caption
 each: ``toy-rl figures [--only NAME ...] [--out DIR | --overwrite] [--smoke]`` (docs/figures, the default
 ``--out``, holds the committed figures: replacing them takes ``--overwrite``).
 
@@ -16,6 +16,7 @@ refuses to write into ``docs/figures``.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,6 +198,24 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
         source=f"toy_rl.experiments.sweep under {runs} (finished runs read back, missing ones run)")
 
 
+def _minibatches(smoke: bool, runs: Path, progress: bool, model=None):
+    from ..bandit import BanditConfig
+    from ..practice.minibatches import minibatch_experiment
+    from ..practice.views import minibatch_figure
+    seeds, steps = (3, 60) if smoke else (16, 300)            # notebook 07's parameters cell
+    out = minibatch_experiment(BanditConfig(steps=steps), range(seeds))
+    rows = out["rows"]
+    return minibatch_figure(out), dict(
+        what=("Notebook 07 §2 (verl#791, DAPO#11: does clip-higher act with one PPO epoch?): one epoch per rollout "
+              "split into 1-8 mini-batches. Left: the symmetric rule's share of A > 0 tokens above c_high, by "
+              "mini-batch of the epoch — the first, on fresh data, never clips; the later ones do. Right: entropy "
+              "of clip-higher minus symmetric on the same seeds (95% bands). Clip fraction high on the later "
+              "mini-batches: " + ", ".join(f"{name} {row['high_later']:.4f}" for name, row in rows.items()
+                                          if math.isfinite(row["high_later"]))),
+        config=f"rung 1's bandit (rare-correct preset), {seeds} seeds × {steps} updates, symmetric and clip-higher",
+        source="computed now (toy_rl.practice.minibatches.minibatch_experiment)")
+
+
 def _plan_bandit(smoke: bool, runs: Path, model=None) -> Plan:
     return bandit_comparison_plan(smoke=smoke)
 
@@ -225,6 +244,8 @@ FIGURES = {s.name: s for s in (
     FigureSpec("05-partial-rollout", "05_partial_rollout", "Three rules under partial rollout", _partial_rollout,
                _plan_partial),
     FigureSpec("06-lora-rules", "06_lora_real_lm", "Three rules on SmolLM2-135M with LoRA", _lora_rules, _plan_lora),
+    FigureSpec("07-minibatches", "07_practitioners_questions", "With one epoch, mini-batches are what clip",
+               _minibatches),
 )}
 
 
@@ -237,7 +258,7 @@ def select(names=None) -> list[FigureSpec]:
     for name in names:
         spec = FIGURES.get(name) or by_number.get(name)
         if spec is None:
-            raise ValueError(f"unknown figure {name!r}; choose from {', '.join(FIGURES)} (or their numbers 00-06)")
+            raise ValueError(f"unknown figure {name!r}; choose from {', '.join(FIGURES)} (or their numbers 00-07)")
         if spec not in out:
             out.append(spec)
     return out
