@@ -135,8 +135,9 @@ committed in `results/` ({size(results) / 1e6:.1f} MB of `metrics.jsonl` and `co
 stored batches; no checkpoints): a cell inserted after each parameters cell points the run folders there, and
 none of the logged runs is trained again (rung 1's bandit runs and the demos are computed in the notebooks, in
 seconds). The exception is marked: cells tagged `course-live` in notebooks 04 and 05 compute from rung 2's warm
-start as the building machine trained it (a stale batch, a short run, partial-rollout demos), so their numbers
-are this machine's and differ a little elsewhere.
+start as the building machine trained it (the warm start's own accuracy and answers, a stale batch, a short run,
+partial-rollout demos), so their numbers are this machine's: a warm start trained again, on another machine or an
+empty cache, is another model.
 
 Made by `toy-rl course build` on {machine()}, {time.strftime('%Y-%m-%d')}.
 `toy-rl course check` (run by `tests/test_course.py`) executes them again and fails when an output no longer
