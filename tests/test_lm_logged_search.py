@@ -1,7 +1,7 @@
 """toy_rl.lm.logged_search and its view (notebook 06 §6): BAPO's search re-run on logged rung-3 batches gives
 policy_loss's own bounds and ρ on every batch (any ρ0, ranges, aggregation or batch shape), reads batches.pt
 safely, summarises the search, and the sliders' view redraws. Synthetic batches (no model); the logged SmolLM2
-runs too when runs/ holds them."""
+run too (from runs/, or the copy committed in results/)."""
 import math
 from pathlib import Path
 
@@ -16,7 +16,9 @@ from toy_rl.lm.views.logged_search import search_callback, search_view
 from toy_rl.rl.run_folder import save_state
 
 ROOT = Path(__file__).resolve().parents[1]
-LOGGED = ROOT / "runs" / "smollm2-135m-add" / "reuse-4" / "bapo" / "seed0"
+RUN = Path("smollm2-135m-add") / "reuse-4" / "bapo" / "seed0"
+LOGGED = next((root / RUN for root in (ROOT / "runs", ROOT / "results") if (root / RUN / "batches.pt").is_file()),
+              ROOT / "runs" / RUN)           # your own run, else the logs committed in results/ (notebook 06 reads)
 
 
 def _batch(seed: int, answers: int = 16, tokens: int = 5, drift: float = 0.4, agg: str = "token-mean", bias=0.0):
@@ -106,7 +108,7 @@ def test_view_and_callback_follow_the_sliders(monkeypatch):
     assert out["rho0"] == 0.55 and out["low_range"] == (0.5, 0.8) and out["high_range"] == (1.1, 2.0)
 
 
-@pytest.mark.skipif(not (LOGGED / "batches.pt").is_file(), reason="runs/ holds no logged SmolLM2 BAPO run")
+@pytest.mark.skipif(not (LOGGED / "batches.pt").is_file(), reason="neither runs/ nor results/ holds the logged SmolLM2 BAPO run")
 def test_on_the_logged_smollm2_run_the_paper_search_repeats_the_run():
     batches = logged_batches({"bapo": LOGGED})
     table = search_batches(batches)
