@@ -71,6 +71,29 @@ def test_search_warm_start_runs_a_fixed_number_of_steps_under_its_own_cache_key(
     assert ws.cache_path("add") != ws.cache_path("add", ws.WarmstartConfig(max_steps=600))
 
 
+def test_warm_start_trains_on_its_own_thread_count_whatever_the_caller_set():
+    """torch's sums split by thread count: the same config on 1 and 2 threads gives other weights after a few
+    steps, so training pins ``config.threads`` (and the cache key holds it) and restores the caller's setting."""
+    config = lambda threads: ws.WarmstartConfig(max_steps=20, eval_every=1000, eval_problems=8, heldout_problems=8,
+                                                target_accuracy=2.0, threads=threads)
+
+    def weights(caller: int, threads: int):
+        torch.set_num_threads(caller)
+        model, summary = ws.train_warmstart("add", config(threads), device="cpu", progress=False)
+        assert torch.get_num_threads() == caller and summary["threads"] == threads
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    try:
+        pinned = weights(2, 1)
+        assert torch.equal(pinned, weights(1, 1))                   # the caller's 2 threads did not leak in
+        assert not torch.equal(pinned, weights(1, 2))               # ... and they would have changed the model
+    finally:
+        torch.set_num_threads(1)
+    assert ws.cache_path("add", config(1)) != ws.cache_path("add", config(2))
+    from toy_rl.arithmetic.tasks.search import SearchTask
+    assert ws.default_config("add").threads == 1 and ws.default_config(SearchTask()).threads == 2
+
+
 def test_evaluate_is_an_accuracy():
     torch.manual_seed(0)
     model = GPT(TINY.model)
