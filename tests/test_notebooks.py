@@ -58,6 +58,18 @@ def test_runner_reports_the_failing_cell(tmp_path):
         run_notebook(path)
 
 
+def test_runner_shuts_each_kernel_down_also_after_a_failing_cell(tmp_path):
+    """nbclient keeps a kernel alive when it did not create the kernel manager: the runner must stop it, or
+    every notebook a test session runs leaves a kernel (~0.5 GB) behind until pytest exits."""
+    import psutil
+    kernels = lambda: [p for p in psutil.Process().children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
+    before = len(kernels())
+    run_notebook(_write(tmp_path, "SMOKE = False", "x = 1"))
+    with pytest.raises(NotebookError):
+        run_notebook(_write(tmp_path, "SMOKE = False", "raise ValueError('boom')"))
+    assert len(kernels()) == before
+
+
 def test_runner_needs_a_parameters_cell(tmp_path):
     path = _write(tmp_path, "SMOKE = False", tag_first=False)
     with pytest.raises(NotebookError, match="parameters"):

@@ -72,7 +72,7 @@ def run_notebook(path, smoke: bool = True, timeout: int = 600, inject: str | Non
     client = NotebookClient(nb, km=this_python_kernel(), timeout=timeout,
                             resources={"metadata": {"path": str(path.parent.resolve())}})
     try:
-        client.execute()
+        client.execute(cleanup_kc=True)      # shut the kernel down after: nbclient keeps one it did not create
     except CellExecutionError as err:
         message = re.sub(r"\x1b\[[0-9;]*m", "", str(err))          # drop the traceback's colour codes
         raise NotebookError(f"{path.name} failed (smoke={smoke}):\n{message}") from None
