@@ -70,6 +70,32 @@ def test_runner_shuts_each_kernel_down_also_after_a_failing_cell(tmp_path):
     assert len(kernels()) == before
 
 
+def test_replies_a_long_poll_would_miss_are_read_within_a_slice():
+    """The nbclient stall (jupyter/nbclient#312): a channel whose poll misses the wake-up hands over a message that
+    arrived early only when the poll times out. Read in slices, it is picked up within one slice, not the timeout."""
+    import asyncio
+    from queue import Empty
+    from time import monotonic
+    from toy_rl.notebook_runner import sliced
+
+    arrived = monotonic() + 0.05
+
+    async def missed_wakeup_get_msg(timeout):      # sleeps its whole timeout, then finds what arrived meanwhile
+        await asyncio.sleep(timeout)
+        if monotonic() >= arrived:
+            return {"msg": "reply"}
+        raise Empty
+
+    start = monotonic()
+    assert asyncio.run(sliced(missed_wakeup_get_msg, slice_s=0.1)(timeout=30)) == {"msg": "reply"}
+    assert monotonic() - start < 5                      # one long poll would have taken the 30 s
+    arrived = float("inf")                              # nothing ever arrives: Empty once the timeout has passed
+    start = monotonic()
+    with pytest.raises(Empty):
+        asyncio.run(sliced(missed_wakeup_get_msg, slice_s=0.1)(timeout=0.35))
+    assert 0.3 <= monotonic() - start < 5
+
+
 def test_runner_needs_a_parameters_cell(tmp_path):
     path = _write(tmp_path, "SMOKE = False", tag_first=False)
     with pytest.raises(NotebookError, match="parameters"):

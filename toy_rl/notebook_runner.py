@@ -8,18 +8,26 @@ right after the cell tagged "parameters", so the notebook can shrink its sizes.
 The kernel is this interpreter's own ipykernel (``sys.executable``), whatever
 kernelspecs happen to be installed elsewhere: notebooks run in the venv that
 runs the tests.
+
+The client waits for each cell's reply in short polls (``SlicedNotebookClient``):
+nbclient's single long poll sometimes misses the reply of a cell that shows a
+widget and then sits out the whole cell timeout (jupyter/nbclient#312), which
+made CI wait 10 minutes at a time.
 """
 from __future__ import annotations
 
 import re
 import sys
 from pathlib import Path
+from queue import Empty
+from time import monotonic
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from nbclient.util import ensure_async
 
 SMOKE_SOURCE = "SMOKE = True  # inserted by toy_rl.notebook_runner (smoke mode)"
 
@@ -50,6 +58,36 @@ def with_smoke(nb):
     return with_cell(nb, SMOKE_SOURCE)
 
 
+POLL_SLICE_S = 1.0
+
+
+def sliced(get_msg, slice_s: float = POLL_SLICE_S):
+    """``get_msg`` (a channel read, blocking or async) waiting in polls of at most ``slice_s`` seconds up to its timeout.
+
+    zmq's asyncio poll can miss the wake-up for a message that has already arrived; the message is then picked up
+    only when the poll times out, so one long poll (nbclient waits the whole cell timeout in one) turns a reply
+    sent in under a second into a wait of the full timeout. Short polls pick it up within ``slice_s``."""
+    async def get_msg_in_slices(timeout=None):
+        deadline = None if timeout is None else monotonic() + timeout
+        while True:
+            left = slice_s if deadline is None else max(0.0, deadline - monotonic())
+            try:
+                return await ensure_async(get_msg(timeout=min(slice_s, left)))
+            except Empty:
+                if deadline is not None and monotonic() >= deadline:
+                    raise
+    return get_msg_in_slices
+
+
+class SlicedNotebookClient(NotebookClient):
+    """nbclient's client with the shell channel read in short polls (see ``sliced``): no stall after widget cells."""
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        kc.shell_channel.get_msg = sliced(kc.shell_channel.get_msg)
+        return kc
+
+
 def this_python_kernel() -> KernelManager:
     """A kernel manager for ipykernel in *this* interpreter: jupyter_client's built-in "python3" spec
     launches ``sys.executable`` when no kernel directory is searched (no kernelspec install needed)."""
@@ -69,7 +107,7 @@ def run_notebook(path, smoke: bool = True, timeout: int = 600, inject: str | Non
         nb = with_cell(nb, inject)
     elif smoke:
         nb = with_smoke(nb)
-    client = NotebookClient(nb, km=this_python_kernel(), timeout=timeout,
+    client = SlicedNotebookClient(nb, km=this_python_kernel(), timeout=timeout,
                             resources={"metadata": {"path": str(path.parent.resolve())}})
     try:
         client.execute(cleanup_kc=True)      # shut the kernel down after: nbclient keeps one it did not create
@@ -91,11 +129,13 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default %(default)s)")
     args = parser.parse_args(argv)
     for path in args.notebooks or sorted(Path("notebooks").glob("*.ipynb")):
+        start = monotonic()
         nb = run_notebook(path, smoke=not args.full, timeout=args.timeout)
         if args.save is not None:
             args.save.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, args.save / path.name)
-        print(f"ok  {path}" + (f" -> {args.save / path.name}" if args.save is not None else ""))
+        print(f"ok  {path} ({monotonic() - start:.0f} s)"
+              + (f" -> {args.save / path.name}" if args.save is not None else ""), flush=True)
     return 0
 
 
