@@ -89,3 +89,27 @@ def test_command_prints_the_table_and_the_verdicts(capsys):
     assert out["preset"] == "long-failures" and len(out["rows"]) == 4 * 9
     assert [line.split(" (")[0] for line in out["verdicts"]] == ["claim 5", "claim 6"]
     assert all("regime" in line for line in out["verdicts"])
+
+
+def test_command_applies_the_setting_flags_and_refuses_the_others(capsys):
+    """Issue 24: --compare dropped --lr, --task-seed, --tokens, --group-size, --mode, --staleness and --steps (--lr 0.1
+    and --lr 100 gave the same table). Given flags change the setting (and are returned with it); the cells follow
+    --mode and --staleness; flags that cannot apply are refused by name."""
+    import json
+    from toy_rl.cli import main
+
+    def compare(*flags):
+        assert main(["bandit", "--compare", "--seeds", "2", "--steps", "12", "--mode", "lag", "--staleness", "2",
+                     "--json", "--no-progress", *flags]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    slow, fast = compare("--lr", "0.1"), compare("--lr", "100", "--task-seed", "3", "--tokens", "6", "--group-size", "4")
+    assert slow["config"]["lr"] == 0.1 and slow["config"]["steps"] == 12 and slow["cells"] == [["lag", 2]]
+    assert {k: fast["config"][k] for k in ("lr", "task_seed", "n_tokens", "group_size")} == \
+        {"lr": 100.0, "task_seed": 3, "n_tokens": 6, "group_size": 4}
+    assert len(slow["rows"]) == 9 and {r["mode"] for r in slow["rows"]} == {"lag"}
+    assert [r["final_reward"] for r in slow["rows"]] != [r["final_reward"] for r in fast["rows"]]
+    for flags, named in ((["--preset", "trap"], "--preset"), (["--rule", "bapo"], "--rule"),
+                         (["--staleness", "0"], "--staleness"), (["--mode", "sideways"], "--mode")):
+        assert main(["bandit", "--compare", "--seeds", "2", "--steps", "12", *flags]) == 2
+        assert named in capsys.readouterr().err

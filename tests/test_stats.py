@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from toy_rl.stats import holm, paired_test, seeds_for_effect
+from toy_rl.stats import holm, paired_test, seeds_for_effect, welch_test
 
 
 def test_paired_test_matches_scipy_and_names_the_direction():
@@ -36,6 +36,32 @@ def test_paired_test_drops_nan_pairs_and_handles_ties():
     assert math.isnan(paired_test([1.0], [0.0])["p"])
     with pytest.raises(ValueError, match="one value per seed"):
         paired_test([1, 2, 3], [1, 2])
+
+
+def test_paired_test_judges_identical_relative_to_the_data_scale():
+    """Issue 30: tiny data with a real spread was called "identical" (p = 1) under an absolute 1e-12, while the
+    same data x 1e6 gave p = 0.013. Scaling both samples must change no p-value."""
+    small = np.array([1e-13, 2e-13, 3e-13, 4e-13, 5e-13])
+    tiny, big = paired_test(small, np.zeros(5)), paired_test(small * 1e6, np.zeros(5))
+    assert tiny["p"] == pytest.approx(big["p"]) and tiny["p"] < 0.05
+    assert paired_test(small * 1e12, small * 1e12 + 1e-4)["p"] == pytest.approx(2 * 0.5 ** 5)   # one shift: sign test
+    with pytest.raises(ValueError, match="1-D"):
+        paired_test(np.ones((3, 2)), np.zeros((3, 2)))
+
+
+def test_welch_test_never_returns_p_zero_on_a_finite_zero_spread_difference():
+    """Issue 24: welch_test([0.7, 0.7], [0.6, 0.6]) returned p = 0. With no spread on either side p is the exact
+    permutation test, 2 / C(n + m, n)."""
+    t, p = welch_test([0.7, 0.7], [0.6, 0.6])
+    assert p == pytest.approx(2 / 6) and t == math.inf
+    assert welch_test([0.6] * 5, [0.7] * 5)[1] == pytest.approx(2 / math.comb(10, 5))
+    assert welch_test([0.1 + 0.2] * 3, [0.3] * 3) == (0.0, 1.0)                 # rounding is no difference
+    assert welch_test([1e-13, 1e-13], [2e-13, 2e-13])[1] == pytest.approx(1 / 3)  # scale-free
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(0.5, 0.1, 8), rng.normal(0.6, 0.1, 8)
+    assert welch_test(a, b)[1] == pytest.approx(st.ttest_ind(a, b, equal_var=False).pvalue)
+    with pytest.raises(ValueError, match="1-D"):
+        welch_test(np.ones((3, 2)), np.zeros(3))
 
 
 def test_holm_by_hand():

@@ -38,13 +38,37 @@ def mean_ignoring_nan(values) -> float:
     return float(v.mean()) if v.size else math.nan
 
 
+def _rounding(*samples) -> float:
+    """What counts as float rounding for these samples: a billionth of their largest magnitude (0 for all zeros),
+    so "no spread" and "identical" mean the same for data in [0, 1e-12] as for data in [0, 1e6]."""
+    return 1e-9 * max((float(np.max(np.abs(x))) for x in samples if np.size(x)), default=0.0)
+
+
+def _one_dimensional(x, name: str) -> np.ndarray:
+    x = np.asarray(x, float)
+    if x.ndim != 1:
+        raise ValueError(f"{name}: one value per seed (a 1-D sequence) is needed; got an array of shape {x.shape}")
+    return x
+
+
 def welch_test(a, b) -> tuple[float, float]:
-    """Welch's t-test of two samples (NaNs dropped): (t, p). Identical samples give (0, 1)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
+    """Welch's t-test of two samples (NaNs dropped): (t, p). Identical samples give (0, 1).
+
+    When neither sample has any spread (up to float rounding) but they differ, t is undefined (±inf) and p is the
+    exact permutation test: of the C(n+m, n) equally likely ways to split the n+m values, the observed one (every a
+    on one side of every b) and its mirror are the two most extreme, p = 2 / C(n+m, n) -- two seeds a side that
+    agree give p = 1/3, never 0.
+    """
+    a, b = _one_dimensional(a, "a"), _one_dimensional(b, "b")
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if len(a) < 2 or len(b) < 2:
         return math.nan, math.nan
-    if np.array_equal(np.sort(a), np.sort(b)) or (np.ptp(a) == 0 and np.ptp(b) == 0 and a[0] == b[0]):
+    tol = _rounding(a, b)
+    if np.ptp(a) <= tol and np.ptp(b) <= tol:              # no spread on either side: no t statistic
+        if abs(a.mean() - b.mean()) <= tol:
+            return 0.0, 1.0
+        return math.copysign(math.inf, a.mean() - b.mean()), min(1.0, 2.0 / math.comb(len(a) + len(b), len(a)))
+    if np.array_equal(np.sort(a), np.sort(b)):
         return 0.0, 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -61,8 +85,10 @@ def paired_test(a, b) -> dict:
     (scipy.stats.ttest_rel). Identical samples give diff 0, p 1; fewer than 2 pairs give NaNs. When every
     pair differs by the same non-zero amount (up to float rounding) the t statistic is undefined, and p is the
     exact two-sided sign test, 2·0.5ⁿ: two seeds that agree can never be significant (p = 0.5), ten can.
+    "Rounding" is relative to the data's scale (a billionth of its largest value), so multiplying both samples
+    by 10⁶ changes no p-value. ``a`` and ``b`` must be 1-D, one value per seed.
     """
-    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = _one_dimensional(a, "a"), _one_dimensional(b, "b")
     if a.shape != b.shape:
         raise ValueError(f"paired samples need one value per seed on both sides; got shapes {a.shape} and {b.shape}")
     keep = np.isfinite(a) & np.isfinite(b)
@@ -74,8 +100,9 @@ def paired_test(a, b) -> dict:
     out.update(diff=float(mean), diff_lo=float(lo), diff_hi=float(hi))
     if len(d) < 2:
         return out
-    if np.allclose(d, d[0], rtol=1e-9, atol=1e-12):  # every pair differs by the same amount (up to rounding)
-        if np.allclose(d, 0.0, rtol=0.0, atol=1e-12):  # often identical runs: no difference at all
+    tol = _rounding(a[keep], b[keep])
+    if np.ptp(d) <= tol:                                    # every pair differs by the same amount (up to rounding)
+        if np.max(np.abs(d)) <= tol:                        # often identical runs: no difference at all
             out.update(t=0.0, p=1.0)
         else:  # no spread, so no t; the exact sign test: n differences of one sign, p = 2 * 0.5**n
             out.update(t=math.copysign(math.inf, d[0]), p=min(1.0, 2.0 * 0.5 ** len(d)))

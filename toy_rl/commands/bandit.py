@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..bandit.config import BanditConfig
@@ -24,22 +25,22 @@ def add_arguments(p):
     common = CommonFlags(p)
     common.sized("--staleness", list(STALENESSES), list(RUNG1_SMOKE["stalenesses"]),
                  "one or more staleness levels, 0 = on-policy", type=nonnegative_int, group=p, nargs="+", metavar="K")
-    p.add_argument("--mode", default=d.mode, help="reuse: one batch for staleness+1 updates; lag: behaviour policy "
-                                                  "staleness updates old (default %(default)s)")
-    p.add_argument("--preset", default=d.preset, help=f"{', '.join(PRESETS)} (default %(default)s)")
-    p.add_argument("--pg", default=d.pg, help="vanilla or natural policy gradient (default %(default)s)")
-    p.add_argument("--advantage", default=d.advantage, help="grpo or drgrpo (default %(default)s)")
-    p.add_argument("--lr", type=positive_float, default=d.lr,
-                   help="step size η (default %(default)s; natural PG wants ~0.03)")
-    p.add_argument("--tokens", type=int_at_least(2), default=d.n_tokens,
-                   help="K, tokens per context (default %(default)s)")
-    p.add_argument("--contexts", type=positive_int, default=d.n_contexts,
-                   help="S, contexts per seed (default %(default)s)")
-    p.add_argument("--task-seed", type=nonnegative_int, default=d.task_seed, help="which instance of the preset")
+    # default None: a flag given can be told from one left out (--compare applies only the given ones to its preset)
+    p.add_argument("--mode", help=f"reuse: one batch for staleness+1 updates; lag: behaviour policy staleness "
+                                  f"updates old (default {d.mode}; --compare: both)")
+    p.add_argument("--preset", help=f"{', '.join(PRESETS)} (default {d.preset})")
+    p.add_argument("--pg", help=f"vanilla or natural policy gradient (default {d.pg})")
+    p.add_argument("--advantage", help=f"grpo or drgrpo (default {d.advantage})")
+    p.add_argument("--lr", type=positive_float, help=f"step size η (default {d.lr}; natural PG wants ~0.03)")
+    p.add_argument("--tokens", type=int_at_least(2), help=f"K, tokens per context (default {d.n_tokens})")
+    p.add_argument("--contexts", type=positive_int, help=f"S, contexts per seed (default {d.n_contexts})")
+    p.add_argument("--task-seed", type=nonnegative_int, help=f"which instance of the preset (default {d.task_seed})")
     p.add_argument("--compare", nargs="?", const="long-failures", default=None, metavar="PRESET",
                    help="instead of a sweep: the default comparison on a named setting (toy_rl.bandit.presets; default "
                         "long-failures, negatives dominate; balanced is the control): the three rules and the "
-                        "controls, reuse and lag at staleness 2 and 4, paired by seed, Holm-adjusted")
+                        "controls, reuse and lag at staleness 2 and 4, paired by seed, Holm-adjusted. --lr, --tokens, "
+                        "--contexts, --group-size, --task-seed, --pg, --advantage and --steps change the setting; "
+                        "--mode and --staleness pick the cells")
     common.rule()
     common.seeds(20, RUNG1_SMOKE["seeds"], "how many seeds, run side by side; 95%% bands need 2 or more")
     common.first_seed()
@@ -53,20 +54,68 @@ def add_arguments(p):
     common.smoke()
 
 
+SETTING_FLAGS = ("tokens", "contexts", "group_size", "steps", "lr", "pg", "advantage", "task_seed")
+NOT_IN_COMPARE = {"--preset": "name the setting as --compare PRESET", "--out": "it writes no file; use --json",
+                  "--rule": "it runs the three rules and every control"}
+
+
+def given(args) -> dict:
+    """{BanditConfig field: value} for the setting flags given on the command line (left-out ones are None, or
+    not in ``args._given`` for the sized flags)."""
+    field = {flag.lstrip("-").replace("-", "_"): name for name, flag in OPTION_OF.items()}
+    out = {}
+    for dest in (*SETTING_FLAGS, "mode", "preset"):
+        value = getattr(args, dest, None)
+        sized = dest in getattr(args, "_full", {})
+        if value is not None and (not sized or dest in args._given):
+            out[field[dest]] = value
+    return out
+
+
+def config_of(args, base: BanditConfig) -> BanditConfig:
+    """``base`` with the given setting flags applied; a bad value is ValueError naming its flag."""
+    try:
+        return replace(base, **given(args))
+    except ValueError as err:
+        name = str(err).split()[0]
+        raise ValueError(f"{OPTION_OF.get(name, name)}: {err}") from None
+
+
+def compare_cells(args) -> list:
+    """The (mode, staleness) cells: the default four, or those --mode and --staleness pick."""
+    from ..bandit.comparison import CELLS
+    modes = [args.mode] if args.mode is not None else list(dict.fromkeys(m for m, _ in CELLS))
+    ks = args.staleness if "staleness" in args._given else list(dict.fromkeys(k for _, k in CELLS))
+    if 0 in ks:
+        raise ValueError("--staleness: --compare compares stale updates; 0 (on-policy) makes every rule the same run")
+    return [(m, k) for m in modes for k in ks]
+
+
 def compare(args) -> int:
-    """``--compare``: toy_rl.bandit.comparison.compare on a named setting, printed as its table (or JSON)."""
+    """``--compare``: toy_rl.bandit.comparison.compare on a named setting, printed as its table (or JSON). The
+    setting flags given change the preset (and are printed and returned with it); flags that cannot apply are
+    refused by name."""
     from ..bandit.comparison import compare, comparison_verdicts, format_rows
     from ..bandit.presets import get_preset
-    get_preset(args.compare)                              # an unknown name is one line, before any work
+    refused = {"--preset": args.preset is not None, "--out": args.out is not None, "--rule": not args._all_rules}
+    for flag, why in NOT_IN_COMPARE.items():
+        if refused[flag]:
+            raise ValueError(f"{flag} does not apply to --compare: {why}")
+    config = config_of(args, get_preset(args.compare))    # an unknown name or a bad value: one line, before any work
+    cells = compare_cells(args)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     t0 = time.perf_counter()
-    rows = compare(args.compare, seeds=seeds, steps=args.steps if args.smoke else None, progress=show_progress(args))
+    steps = args.steps if args.smoke or "steps" in args._given else None
+    rows = compare(config, seeds=seeds, cells=cells, steps=steps, progress=show_progress(args))
     seconds = time.perf_counter() - t0
+    setting = {k: v for k, v in replace(config, steps=steps or config.steps).to_dict().items() if k != "staleness"}
     if args.json:
-        print_json(dict(preset=args.compare, seeds=list(seeds), seconds=seconds, rows=rows,
-                        verdicts=comparison_verdicts(rows)))
+        print_json(dict(preset=args.compare, config=setting, cells=cells, seeds=list(seeds), seconds=seconds,
+                        rows=rows, verdicts=comparison_verdicts(rows)))
         return 0
-    print(f"Bandit comparison on the {args.compare!r} setting, seeds {seeds.start}-{seeds.stop - 1}, {seconds:.0f} s")
+    changed = ", ".join(f"{OPTION_OF[k]} {v}" for k, v in given(args).items() if k in setting)
+    print(f"Bandit comparison on the {args.compare!r} setting" + (f" with {changed}" if changed else "")
+          + f" (η = {config.lr:g}, {setting['steps']} updates), seeds {seeds.start}-{seeds.stop - 1}, {seconds:.0f} s")
     print(format_rows(rows))
     print("\n± is half the 95% t-interval over seeds; Δ: BAPO minus the row's rule, paired by seed, p Holm-adjusted "
           "over the table; regime: the pilot gate on BAPO's updates (docs/protocol.md)\n")
@@ -78,13 +127,7 @@ def compare(args) -> int:
 def run(args) -> int:
     if args.compare is not None:
         return compare(args)
-    try:
-        config = BanditConfig(n_tokens=args.tokens, n_contexts=args.contexts, group_size=args.group_size,
-                              preset=args.preset, steps=args.steps, lr=args.lr, staleness=args.staleness[0],
-                              mode=args.mode, pg=args.pg, advantage=args.advantage, task_seed=args.task_seed)
-    except ValueError as err:
-        field = str(err).split()[0]
-        raise ValueError(f"{OPTION_OF.get(field, field)}: {err}") from None
+    config = config_of(args, BanditConfig(staleness=args.staleness[0], steps=args.steps, group_size=args.group_size))
     out = check_out(args.out or Path("runs/bandit") / f"{config.preset}-{config.mode}-{config.pg}.jsonl", "file")
     rules = args.rule
     seeds = range(args.first_seed, args.first_seed + args.seeds)
