@@ -133,16 +133,70 @@ def test_a_live_cell_is_checked_for_its_kinds_of_output_not_its_values():
                                           [_stdout("logged 0.8\n")]))[0]   # untagged cells: values still checked
 
 
+def _run_folder(root, lines=None, config='{"steps": 2}'):
+    folder = root / "runs" / "exp" / "on-policy" / "bapo" / "seed0"
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = lines if lines is not None else ['{"step": 0, "rho": 0.5}', '{"step": 1, "rho": 0.4}',
+                                             '{"step": 2, "final": true, "accuracy": 0.5}']
+    (folder / "metrics.jsonl").write_text("".join(line + "\n" for line in lines))
+    (folder / "config.json").write_text(config)
+    return folder
+
+
 def test_collect_copies_logs_not_checkpoints(tmp_path):
-    folder = tmp_path / "runs" / "exp" / "on-policy" / "bapo" / "seed0"
-    folder.mkdir(parents=True)
-    for name in ("metrics.jsonl", "config.json", "checkpoint.pt", ".lock"):
+    folder = _run_folder(tmp_path)
+    for name in ("checkpoint.pt", ".lock"):
         (folder / name).write_text("{}")
     written = collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"})
     assert [p.relative_to(tmp_path / "results").as_posix() for p in written] == ["exp/on-policy/bapo/seed0"]
     assert sorted(p.name for p in written[0].iterdir()) == ["config.json", "metrics.jsonl"]
     with pytest.raises(FileNotFoundError, match="make it first"):
         collect(tmp_path / "runs", tmp_path / "results", {"other": "make it first"})
+
+
+GOOD = ['{"step": 0, "rho": 0.5}', '{"step": 1, "rho": 0.4}', '{"step": 2, "final": true}']
+
+
+@pytest.mark.parametrize("lines, config, named", [
+    (['{"step": 0}', "not json", '{"step": 2, "final": true}'], '{"steps": 2}', "line 2"),
+    (GOOD[:2], '{"steps": 2}', "no final record"),
+    (['{"step": 0, "rho": NaN}', *GOOD[1:]], '{"steps": 2}', "line 1"),
+    (['{"step": 0, "rho": Infinity}', *GOOD[1:]], '{"steps": 2}', "line 1"),
+    ([GOOD[0], GOOD[0], GOOD[2]], '{"steps": 2}', "record 2"),
+    ([GOOD[1], GOOD[0], GOOD[2]], '{"steps": 2}', "record 1"),
+    ([GOOD[0], GOOD[2]], '{"steps": 2}', "1 updates logged"),
+    ([GOOD[0], GOOD[2], GOOD[1]], '{"steps": 2}', "final record before the end"),
+    (GOOD, '{"steps": "2"}', "config.json"),
+    (GOOD, '{"steps": 2', "config.json"),
+    ([], '{"steps": 2}', "empty"),
+])
+def test_collect_refuses_a_damaged_log_naming_it_and_changes_nothing(tmp_path, lines, config, named):
+    """Issue 30: a non-JSON middle line, a log with no final record, a NaN: "198 run folders copied", exit 0. The
+    gate names the file and the line, and results/ keeps what it held."""
+    _run_folder(tmp_path, lines, config)
+    dest = tmp_path / "results"
+    (dest / "exp").mkdir(parents=True)
+    (dest / "exp" / "kept.txt").write_text("old")
+    with pytest.raises(ValueError, match=named) as err:
+        collect(tmp_path / "runs", dest, {"exp": "make it"})
+    assert "seed0" in str(err.value)
+    assert (dest / "exp" / "kept.txt").read_text() == "old"
+
+
+def test_collect_refuses_batches_that_are_not_tensors(tmp_path):
+    folder = _run_folder(tmp_path)
+    (folder / "batches.pt").write_bytes(b"not a torch file")
+    with pytest.raises(ValueError, match="batches.pt does not load as tensors"):
+        collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"})
+
+
+def test_every_committed_run_passes_the_gate():
+    from toy_rl.course.logs import run_folders
+    from toy_rl.rl.logbook import check_run
+    folders = run_folders(RESULTS)
+    assert folders
+    for folder in folders:
+        check_run(folder)
 
 
 def test_unknown_notebook_is_a_clear_error():
@@ -188,3 +242,18 @@ def test_readme_states_the_committed_logs_as_they_are():
     assert found, "README's 'Reading without running' names the size and number of the committed runs"
     assert float(found.group(1)) == round(size(RESULTS) / 1e6, 1)
     assert int(found.group(2)) == len(run_folders(RESULTS))
+
+
+def test_logged_only_mode_names_the_damaged_line(tmp_path, monkeypatch):
+    """Issue 30: with TOY_RL_LOGGED_ONLY a damaged log read as "no finished run ... missing", never naming the line."""
+    from toy_rl.experiments import make_spec
+    from toy_rl.experiments.layout import run_dir
+    from toy_rl.experiments.runner import LOGGED_ONLY, run
+    spec = make_spec("arithmetic", "add", rule="symmetric", steps=2, out=tmp_path / "exp")
+    folder = run_dir(spec)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"steps": 2}')
+    (folder / "metrics.jsonl").write_text('{"step": 0}\n{"step": 1, "rho": NaN}\n{"step": 2, "final": true}\n')
+    monkeypatch.setenv(LOGGED_ONLY, "1")
+    with pytest.raises(FileNotFoundError, match=r"damaged: .*metrics.jsonl, line 2"):
+        run(spec)

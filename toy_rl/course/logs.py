@@ -11,6 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ..rl.logbook import check_run
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = ROOT / "results"           # committed: the logs of the runs the full notebooks show
@@ -39,11 +41,15 @@ def run_folders(root) -> list[Path]:
 def collect(src="runs", dest=RESULTS, experiments=LOGGED) -> list[Path]:
     """Copy :data:`KEPT` of every run folder under ``src/<experiment>`` to the same place under ``dest``, replacing
     what ``dest`` held (folders of experiments no longer listed are removed); returns the folders written. A
-    listed experiment missing from ``src`` is a FileNotFoundError naming its command, before anything changes."""
+    listed experiment missing from ``src`` is a FileNotFoundError naming its command, and a damaged run (one that
+    fails :func:`check_run`) a ValueError naming its file and line, both before anything changes."""
     src, dest = Path(src), Path(dest)
     for name, how in experiments.items():
         if not (src / name).is_dir():
             raise FileNotFoundError(f"{src / name} does not exist: make it first ({how})")
+    for name in experiments:
+        for folder in run_folders(src / name):
+            check_run(folder)
     tops = {name.split("/")[0] for name in experiments}
     for old in [p for p in dest.glob("*") if p.is_dir()]:     # a fresh copy: no run left from an older list
         if old.name not in tops or any((dest / name) == old for name in experiments):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..eta import Plan, up_front
 from ..rl.config import config_differences, rule_label
-from ..rl.logbook import read_jsonl
+from ..rl.logbook import check_run, read_jsonl
 from ..threads import cpu_threads
 from .layout import run_dir, scenario_of, seed_of
 from .spec import RunSpec, backend
@@ -50,6 +50,19 @@ def _with_seed(records: list[dict], seed) -> list[dict]:
     return records
 
 
+def _why_not(spec: RunSpec) -> str:
+    """Why a logged run folder is not read back, for the message that refuses to train it: its log is damaged
+    (:func:`toy_rl.rl.logbook.check_run` names the file and line), or its config differs; "" with no log."""
+    folder = run_dir(spec)
+    if not (folder / "metrics.jsonl").is_file():
+        return ""
+    try:
+        check_run(folder)
+    except ValueError as err:
+        return f" (its log is damaged: {err})"
+    return " (a log is there, but of another config or unfinished)"
+
+
 LOGGED_ONLY = "TOY_RL_LOGGED_ONLY"   # set to 1: read finished runs only; a missing one is an error, not trained
 
 
@@ -58,8 +71,9 @@ def _train(specs: list[RunSpec]) -> list[list[dict]]:
     (rung 1) runs them side by side. With ``TOY_RL_LOGGED_ONLY=1`` in the environment (how the committed
     executed notebooks are made and checked, :mod:`toy_rl.course`) nothing trains: FileNotFoundError."""
     if os.environ.get(LOGGED_ONLY, "").strip() not in ("", "0"):
-        raise FileNotFoundError(f"{run_dir(specs[0])} holds no finished run with this config, and {LOGGED_ONLY} is "
-                                f"set (finished runs are read, none is trained): {len(specs)} run(s) missing")
+        raise FileNotFoundError(f"{run_dir(specs[0])} holds no finished run with this config{_why_not(specs[0])}, "
+                                f"and {LOGGED_ONLY} is set (finished runs are read, none is trained): {len(specs)} "
+                                "run(s) missing")
     be = backend(specs[0].rung)
     with cpu_threads(specs[0].threads):
         if hasattr(be, "train_seeds"):

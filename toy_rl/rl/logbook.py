@@ -45,14 +45,19 @@ class Logbook:
         return read_jsonl(self.path)
 
 
-def _parse(path: Path, lines: list[str], repair_last: bool) -> list[tuple[str, dict]]:
-    """(line, record) pairs; a torn last line is dropped (with a warning) if ``repair_last``."""
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a finite number (strict JSON has no NaN or Infinity)")
+
+
+def _parse(path: Path, lines: list[str], repair_last: bool, strict: bool = False) -> list[tuple[str, dict]]:
+    """(line, record) pairs; a torn last line is dropped (with a warning) if ``repair_last``; with ``strict``
+    a NaN or Infinity (which Python's json reads, and no strict JSON has) is damage too."""
     out = []
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=_no_constant) if strict else json.loads(line)
             if not isinstance(record, dict):
                 raise ValueError("not a JSON object")
         except ValueError as e:
@@ -105,3 +110,54 @@ def read_jsonl(path) -> list[dict]:
     """Every record of a JSON-lines file. ValueError naming the file and line if one is damaged."""
     path = Path(path)
     return [r for _, r in _parse(path, path.read_text().splitlines(), repair_last=False)]
+
+
+def check_finished_log(path, steps: int) -> list[dict]:
+    """The records of a finished run's log, checked as a gate before they are kept (``toy-rl course collect``):
+    strict JSON lines (finite numbers only), updates 0..steps-1 once each and in order, then one ``final``
+    record for update ``steps``, last. ValueError naming the file (and the line) otherwise. Reads only."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path} is missing")
+    records = _parse(path, path.read_text().split("\n"), repair_last=False, strict=True)
+    for n, (line, r) in enumerate(records):
+        step, last = r.get("step"), n == len(records) - 1
+        if not isinstance(step, int) or isinstance(step, bool):
+            raise ValueError(f"{path}, record {n + 1}: no integer 'step' ({line[:60]!r})")
+        if r.get("final") and not last:
+            raise ValueError(f"{path}, record {n + 1}: a final record before the end of the log")
+        want = steps if last else n
+        if step != want or (last and not r.get("final")):
+            what = ("no final record (the run did not finish)" if last and not r.get("final") and step == n else
+                    f"update {step} where update {want} belongs (a gap, a repeat or a reordering)")
+            raise ValueError(f"{path}, record {n + 1}: {what}")
+    if len(records) != steps + 1:
+        raise ValueError(f"{path}: {len(records) - 1} updates logged before the final record, but the run has "
+                         f"{steps}" if records else f"{path} is empty")
+    return [r for _, r in records]
+
+
+def check_run(folder) -> None:
+    """The gate in front of ``results/`` (``toy-rl course collect``): a run folder is kept only if its
+    ``config.json`` is a strict-JSON object with an integer ``steps``, its ``metrics.jsonl`` is that run's whole
+    log (:func:`check_finished_log`) and its ``batches.pt``, where there is one, loads as tensors
+    (``torch.load(weights_only=True)``). ValueError naming the file (and line) otherwise. Reads only."""
+    folder = Path(folder)
+    config = folder / "config.json"
+    try:
+        saved = json.loads(config.read_text(), parse_constant=_no_constant)
+    except FileNotFoundError:
+        raise ValueError(f"{config} is missing") from None
+    except ValueError as err:
+        raise ValueError(f"{config} is not JSON ({err})") from None
+    steps = saved.get("steps") if isinstance(saved, dict) else None
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 0:
+        raise ValueError(f"{config}: 'steps' must be a whole number of updates; got {steps!r}")
+    check_finished_log(folder / "metrics.jsonl", steps)
+    if (folder / "batches.pt").is_file():
+        import torch
+        try:
+            torch.load(folder / "batches.pt", map_location="cpu", weights_only=True)
+        except Exception as err:                      # any unpickling failure: the file is damaged or foreign
+            raise ValueError(f"{folder / 'batches.pt'} does not load as tensors ({type(err).__name__}: "
+                             f"{' '.join(str(err).split())[:200]})") from None
