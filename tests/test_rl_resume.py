@@ -197,3 +197,50 @@ def test_a_second_run_into_a_busy_folder_fails_fast(tmp_path):
         (tmp_path / "go").touch()
         assert first.wait(timeout=120) == 0
     assert _steps(out) == [(s, False) for s in range(6)] + [(6, True)]        # the first run's log, clean
+
+
+@pytest.mark.parametrize("other", [dict(seed=1), dict(rule="symmetric"), dict(staleness=2)])
+def test_a_checkpoint_from_another_run_is_refused_by_name(tmp_path, other):
+    """Issue 30: seed 1's checkpoint copied over seed 0's resumed silently, so "seed 0"'s log was seed 1's after
+    the copy; a rule swap the same way. Checkpoints now carry the run's identity and resume checks it."""
+    import shutil
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    base = dict(steps=4)
+    train(_cfg(**base), _policy(), TASK, mine, progress=False)
+    train(_cfg(**base, **other), _policy(), TASK, theirs, progress=False)
+    shutil.copyfile(theirs / "checkpoint.pt", mine / "checkpoint.pt")
+    field = next(iter(other))
+    with pytest.raises(ValueError, match=rf"belongs to another run \({field}: "):
+        train(_cfg(steps=6), _policy(), TASK, mine, progress=False)          # extend "mine": refused, not mixed
+    assert _steps(mine) == [(s, False) for s in range(4)] + [(4, True)]      # and its log untouched
+
+
+def test_a_checkpoint_without_an_identity_still_resumes(tmp_path, full):
+    """Checkpoints written before identities were saved are trusted (their config.json is still checked)."""
+    _cut(tmp_path, at=3)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    del state["identity"]
+    torch.save(state, tmp_path / "checkpoint.pt")
+    assert _strip(train(_cfg(), _policy(seed=1), TASK, tmp_path, progress=False)) == _strip(full)
+
+
+def test_leftovers_of_a_killed_write_are_removed_on_the_next_start(tmp_path):
+    tmp_path.mkdir(exist_ok=True)
+    leftover = tmp_path / ".checkpoint.pt.tmp12345"
+    leftover.write_bytes(b"half a checkpoint")
+    train(_cfg(steps=2), _policy(), TASK, tmp_path, progress=False)
+    assert not leftover.exists()
+
+
+def test_the_command_line_prints_a_busy_folder_as_one_line(monkeypatch, capsys):
+    """Issue 30: the lock conflict was a RuntimeError traceback and exit 1 where cli.py promises one line, exit 2."""
+    from toy_rl.cli import main
+    from toy_rl.commands import tour
+    from toy_rl.errors import FolderInUse
+
+    def busy(args):
+        raise FolderInUse("run folder runs/x is in use by another process (pid 7); wait for it to finish")
+    monkeypatch.setattr(tour, "run", busy)
+    assert main(["tour", "--no-plot"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "in use by another process (pid 7)" in err

