@@ -61,3 +61,28 @@ def test_help_returns_zero_and_every_command_has_help(capsys):
     for name in build_parser()._subparsers._group_actions[0].choices:
         assert main([name, "--help"]) == 0
         assert f"usage: toy-rl {name}" in capsys.readouterr().out
+
+
+def test_sigterm_is_one_line_and_exit_143_like_ctrl_c(tmp_path):
+    """Issue 30: SIGTERM (what timeout, CI and schedulers send) is handled as Ctrl-C is: one line, exit 143."""
+    import re
+    import signal
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "toy_rl", "bandit", "--steps", "300000", "--seeds", "1",
+                             "--no-progress", "--out", str(tmp_path / "x.jsonl")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:                 # wait until the handler is set (SigCgt holds SIGTERM)
+            with open(f"/proc/{proc.pid}/status") as f:
+                caught = int(next(line for line in f if line.startswith("SigCgt")).split()[1], 16)
+            if caught >> (signal.SIGTERM - 1) & 1:
+                break
+            time.sleep(0.1)
+        time.sleep(3)                                      # (a SIGTERM while parsing says "toy-rl: terminated")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert re.fullmatch(r"toy-rl( bandit)?: terminated; rerun the same command to start again", err.strip()), err

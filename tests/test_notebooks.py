@@ -149,3 +149,42 @@ def test_runner_saves_the_executed_copy(tmp_path):
     saved = nbformat.read(tmp_path / "out" / path.name, as_version=4)
     assert saved.cells[-1].outputs[0]["text"] == "smoke\n"
     assert not nbformat.read(path, as_version=4).cells[-1].outputs          # the source stays without outputs
+
+
+STOPPED = """
+import sys
+from toy_rl.errors import Terminated
+from toy_rl.notebook_runner import run_notebook
+try:
+    run_notebook(sys.argv[1])
+except Terminated:
+    print("terminated", flush=True)
+"""
+
+
+def test_sigterm_stops_a_notebook_run_and_its_kernel(tmp_path):
+    """Issue 30: nbclient's own SIGTERM handler shut the kernel down and let `toy-rl course check` go on (~95 s)
+    into an AssertionError traceback. Now SIGTERM cancels the run: Terminated, and no kernel is left behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import psutil
+    started = tmp_path / "started"
+    path = _write(tmp_path, "SMOKE = False", f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\n"
+                                             "time.sleep(120)")
+    proc = subprocess.Popen([sys.executable, "-c", STOPPED, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the notebook did not start"
+            time.sleep(0.1)
+        kernels = [p for p in psutil.Process(proc.pid).children(recursive=True) if "ipykernel" in " ".join(p.cmdline())]
+        assert kernels
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+        assert out.strip() == "terminated" and time.monotonic() - t0 < 30
+        assert not [k for k in kernels if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        proc.kill()

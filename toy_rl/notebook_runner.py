@@ -16,18 +16,23 @@ made CI wait 10 minutes at a time.
 """
 from __future__ import annotations
 
+import asyncio
 import re
+import signal
 import sys
+from contextlib import asynccontextmanager
 from pathlib import Path
 from queue import Empty
 from time import monotonic
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbclient.util import ensure_async
+
+from .errors import Terminated
 
 SMOKE_SOURCE = "SMOKE = True  # inserted by toy_rl.notebook_runner (smoke mode)"
 
@@ -79,19 +84,50 @@ def sliced(get_msg, slice_s: float = POLL_SLICE_S):
     return get_msg_in_slices
 
 
+def _no_signal_handlers(sig, callback, *args):
+    raise RuntimeError("toy_rl.notebook_runner sets the signal handlers itself")
+
+
 class SlicedNotebookClient(NotebookClient):
-    """nbclient's client with the shell channel read in short polls (see ``sliced``): no stall after widget cells."""
+    """nbclient's client with the kernel's replies and outputs read in short polls (see ``sliced``): no stall after
+    widget cells.
 
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        kc.shell_channel.get_msg = sliced(kc.shell_channel.get_msg)
-        return kc
+    nbclient also sets SIGINT/SIGTERM handlers that shut the kernel down and let the run go on into an
+    AssertionError (a first SIGTERM seemed ignored for ~95 s, then a traceback). Here either signal cancels the
+    run: the kernel is shut down on the way out, the program's own handlers are put back, and
+    :func:`run_notebook` raises KeyboardInterrupt (Ctrl-C) or :class:`toy_rl.errors.Terminated` (SIGTERM), so
+    ``toy-rl`` prints one line as for any run it stops."""
+
+    stopped_by = None
+
+    @asynccontextmanager
+    async def async_setup_kernel(self, **kwargs):
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        loop.add_signal_handler = _no_signal_handlers          # nbclient skips its own on RuntimeError
+        try:
+            async with super().async_setup_kernel(**kwargs):
+                del loop.add_signal_handler
+                for sig in before:
+                    loop.add_signal_handler(sig, self._stop, sig, task)
+                yield
+        finally:
+            vars(loop).pop("add_signal_handler", None)
+            for sig, handler in before.items():
+                loop.remove_signal_handler(sig)
+                signal.signal(sig, handler)
+
+    def _stop(self, sig, task) -> None:
+        self.stopped_by = sig
+        task.cancel()
 
 
-def this_python_kernel() -> KernelManager:
+def this_python_kernel() -> AsyncKernelManager:
     """A kernel manager for ipykernel in *this* interpreter: jupyter_client's built-in "python3" spec
-    launches ``sys.executable`` when no kernel directory is searched (no kernelspec install needed)."""
-    return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+    launches ``sys.executable`` when no kernel directory is searched (no kernelspec install needed). The async
+    manager, as nbclient's default: a blocking one would block the event loop in each channel read (no signal
+    could stop a quiet cell)."""
+    return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
 
 
 def run_notebook(path, smoke: bool = True, timeout: int = 600, inject: str | None = None):
@@ -110,7 +146,12 @@ def run_notebook(path, smoke: bool = True, timeout: int = 600, inject: str | Non
     client = SlicedNotebookClient(nb, km=this_python_kernel(), timeout=timeout,
                             resources={"metadata": {"path": str(path.parent.resolve())}})
     try:
-        client.execute(cleanup_kc=True)      # shut the kernel down after: nbclient keeps one it did not create
+        try:
+            client.execute(cleanup_kc=True)      # shut the kernel down after: nbclient keeps one it did not create
+        except BaseException:                    # a signal cancelled the run (nbclient may call it DeadKernelError)
+            if client.stopped_by is not None:
+                raise (Terminated if client.stopped_by == signal.SIGTERM else KeyboardInterrupt)() from None
+            raise
     except CellExecutionError as err:
         message = re.sub(r"\x1b\[[0-9;]*m", "", str(err))          # drop the traceback's colour codes
         raise NotebookError(f"{path.name} failed (smoke={smoke}):\n{message}") from None

@@ -23,9 +23,6 @@ in its own process on one thread.
 """
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
-
 import numpy as np
 
 from ..eta import Plan, up_front
@@ -38,6 +35,7 @@ from ..experiments.records import run_summary
 from ..experiments.table import band_text
 from ..stats import confidence_band, holm, paired_test, seeds_for_effect
 from ..verdicts import judge, verdict_line
+from ..workers import process_pool
 from .pilot import preset_spec, search_outcome
 from .presets import DEFAULT, Preset, get_preset
 from .warmstart import load_warmstart
@@ -69,7 +67,7 @@ def run_all(specs: list, workers: int = 1) -> list[list[dict]]:
     """The records of every spec, in order; ``workers`` > 1 runs them in that many processes."""
     if workers <= 1 or len(specs) <= 1:
         return [run(s) for s in specs]
-    with ProcessPoolExecutor(min(workers, len(specs)), mp_context=multiprocessing.get_context("spawn")) as pool:
+    with process_pool(min(workers, len(specs))) as pool:
         return list(pool.map(_run, specs))
 
 

@@ -1,0 +1,46 @@
+"""Worker processes die with their parent (issue 30: SIGTERM or SIGKILL to `toy-rl arithmetic --compare --workers 2`
+left both workers alive at ~300-400 MB each)."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+PARENT = textwrap.dedent("""
+    import os, sys, time
+    from toy_rl.workers import process_pool
+    pool = process_pool(2)
+    list(pool.map(int, [0, 0]))                          # start both workers
+    print(" ".join(str(p.pid) for p in pool._processes.values()), flush=True)
+    pool.submit(time.sleep, 600)
+    time.sleep(600)
+""")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:                  # a zombie (dead, not yet reaped) counts as gone
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_die_with_their_parent(sig):
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in parent.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        parent.send_signal(sig)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in workers), "a worker outlived its parent"
+    finally:
+        parent.kill()
