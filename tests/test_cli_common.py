@@ -310,3 +310,19 @@ def test_report_and_warmstart_have_json(monkeypatch, tmp_path, capsys):
     assert main(["warmstart", "--json", "--out", str(tmp_path / "cache")]) == 0
     (entry,) = _strict(capsys.readouterr().out)
     assert entry["task"] == "add" and entry["path"] == str(ckpt) and entry["heldout_acc_greedy"] is None
+
+
+@pytest.mark.parametrize("command", sorted(c for c, flags in COMMON.items() if {"--smoke", "--steps"} <= flags))
+def test_smoke_treats_steps_the_same_on_every_command(command, no_work, capsys):
+    """Issue 30: `arithmetic --smoke --steps 120` silently ran 6 updates, `bandit --smoke --steps 150` ran 150. Now
+    every command honours --steps up to its smoke size and refuses a larger one by name."""
+    if command == "report":                               # its smoke size is per rung, checked in its run()
+        from toy_rl.commands.report import smoke_steps_of
+        most, extra = smoke_steps_of(1), ["--rung", "1"]
+    else:
+        most, extra = _parse(command, "--smoke")._smoke.get("steps"), []
+    if most is None:
+        pytest.skip(f"{command} has no smoke size for --steps")
+    assert _parse(command, *extra, "--smoke", "--steps", str(most)).steps == most
+    assert main([command, *extra, "--smoke", "--steps", str(most + 1)]) == 2
+    _one_line_error(capsys, command)

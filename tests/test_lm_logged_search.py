@@ -114,3 +114,33 @@ def test_on_the_logged_smollm2_run_the_paper_search_repeats_the_run():
     table = search_batches(batches)
     assert table["updates"] >= 2
     assert np.allclose(table["c_low"], table["logged_c_low"]) and np.allclose(table["c_high"], table["logged_c_high"])
+
+
+@pytest.mark.parametrize("damage, named", [
+    (lambda b: {0: {**b[0], "logp": b[0]["logp"][:, :1]}}, "shapes do not match"),
+    (lambda b: {0: {k: v for k, v in b[0].items() if k != "mask"}}, "no tensor mask"),
+    (lambda b: {0: {**b[0], "old_logp": torch.full_like(b[0]["old_logp"], float("nan"))}}, "NaN or inf"),
+    (lambda b: {0: {**b[0], "mask": torch.zeros_like(b[0]["mask"])}}, "mask is all zero"),
+    (lambda b: {"0": b[0]}, "not an update number"),
+    (lambda b: [b[0]], "does not hold stored batches"),
+])
+def test_a_malformed_batches_file_is_one_message_naming_it(tmp_path, damage, named):
+    """Issue 30: a malformed batches.pt was an IndexError / KeyError / "invalid literal for int()" naming no file, and
+    a NaN batch or an all-zero mask replayed as rho = 1.0 ("target reached")."""
+    from toy_rl.lm.logged_search import load_batches
+    from toy_rl.rl.run_folder import save_state
+    good = {0: {"logp": torch.randn(2, 3), "old_logp": torch.randn(2, 3), "advantages": torch.randn(2, 1),
+                "mask": torch.ones(2, 3)}}
+    save_state(tmp_path / "batches.pt", damage(good))
+    with pytest.raises(ValueError, match=named) as err:
+        load_batches(tmp_path)
+    assert "batches.pt" in str(err.value)
+
+
+def test_the_search_refuses_nan_and_empty_batches_as_the_loss_does():
+    from toy_rl.clipping import BAPO
+    ratio, adv, mask = torch.ones(1, 4), torch.tensor([[1.0, -1.0, 0.5, -0.5]]), torch.ones(1, 4)
+    with pytest.raises(ValueError, match="NaN"):
+        BAPO().bounds(torch.full_like(ratio, float("nan")), adv, mask)
+    with pytest.raises(ValueError, match="all zero"):
+        BAPO().bounds(ratio, adv, torch.zeros_like(mask))

@@ -244,3 +244,14 @@ def test_the_command_line_prints_a_busy_folder_as_one_line(monkeypatch, capsys):
     assert main(["tour", "--no-plot"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "in use by another process (pid 7)" in err
+
+
+@pytest.mark.parametrize("field, value", [("steps", "6"), ("lr", "fast"), ("seed", 1.5), ("rule", 3)])
+def test_a_config_field_of_the_wrong_type_is_one_message_naming_it(tmp_path, field, value):
+    """Issue 30: '"steps": "6"' in config.json was a TypeError traceback."""
+    train(_cfg(steps=2), _policy(), TASK, tmp_path, progress=False)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    saved[field] = value
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(ValueError, match=rf"config.json: '{field}' is {value!r}"):
+        train(_cfg(steps=4), _policy(), TASK, tmp_path, progress=False)

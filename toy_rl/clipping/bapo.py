@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from .balance import BALANCES, COUNTS, balance_of, mass_sums, neg_mass_at, pos_mass_at
+from .checks import check_search_inputs
 from .rules import Bounds
 
 ORDERS = ("upper_first", "lower_first")
@@ -219,7 +220,9 @@ class BAPO:
         ``stop`` (runs,) — where the loop stops; ``c_low``, ``c_high``, ``pos``,
         ``neg`` (runs,) — the bounds chosen and the masses there.
         (:meth:`candidate_masses` then :meth:`select`, the two halves, for masses summed over shards.)
+        NaN or inf inputs, or a run without a token, are a ValueError, as in :func:`~toy_rl.clipping.policy_loss`.
         """
+        check_search_inputs(ratio, adv, mask, weights)
         return self.select(*self.candidate_masses(ratio, adv, mask, weights))
 
     def search_loop(self, ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,

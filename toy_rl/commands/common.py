@@ -4,7 +4,8 @@ A command adds the ones that apply to it through :class:`CommonFlags`; they show
 its ``--help``. Values are checked as they are parsed (the type functions below), so a bad value is one line
 and exit 2 before anything runs. :func:`settle`, called by ``toy_rl/cli.py`` before the command's ``run``,
 fills the defaults (smaller ones under ``--smoke``, unless a flag was given), expands ``--rule all`` and
-checks that ``--out`` can be written, without creating anything.
+checks that ``--out`` can be written, without creating anything. Under ``--smoke`` every command honours a
+``--steps`` up to its smoke size and refuses a larger one by name (a smoke run stays a smoke run).
 
     --seeds N        how many seeds (independent repeats); the 95% bands need 2 or more
     --first-seed K   the seeds are K, K+1, ..., K+N-1 (``--seed K`` on commands that make one run)
@@ -215,6 +216,10 @@ def settle(args: argparse.Namespace) -> None:
     ``--out`` (and the other output folders) can be written. ValueError naming the flag otherwise."""
     smoke = getattr(args, "smoke", False)
     args._given = {dest for dest in getattr(args, "_full", {}) if getattr(args, dest, None) is not None}
+    most = getattr(args, "_smoke", {}).get("steps")
+    if smoke and "steps" in args._given and most is not None and args.steps > most:
+        raise ValueError(f"--steps {args.steps} does not go with --smoke, whose runs make at most {most} updates "
+                         "(a check that everything runs); drop --smoke for a longer run, or ask for fewer steps")
     for dest, full in getattr(args, "_full", {}).items():
         if getattr(args, dest, None) is None:
             value = args._smoke[dest] if smoke and dest in args._smoke else full

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..clipping import BAPO, token_ratio, token_weights
+from ..rl.logbook import check_stored_batches
 from ..rl.run_folder import load_state
 
 BATCHES = "batches.pt"
@@ -37,9 +38,11 @@ class LoggedBatch(NamedTuple):
 
 
 def load_batches(out_dir) -> dict:
-    """Every stored batch of one run: {step: batch}, read with ``weights_only=True``; {} without ``batches.pt``."""
+    """Every stored batch of one run: {step: batch}, read with ``weights_only=True`` and checked
+    (:func:`toy_rl.rl.logbook.check_stored_batches`: a malformed file is one ValueError naming it and the update);
+    {} without ``batches.pt``."""
     path = Path(out_dir) / BATCHES
-    return load_state(path) if path.is_file() else {}
+    return check_stored_batches(load_state(path), path) if path.is_file() else {}
 
 
 def logged_batches(runs) -> list[LoggedBatch]:

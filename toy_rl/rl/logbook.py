@@ -155,9 +155,37 @@ def check_run(folder) -> None:
         raise ValueError(f"{config}: 'steps' must be a whole number of updates; got {steps!r}")
     check_finished_log(folder / "metrics.jsonl", steps)
     if (folder / "batches.pt").is_file():
-        import torch
+        from .run_folder import load_state
         try:
-            torch.load(folder / "batches.pt", map_location="cpu", weights_only=True)
-        except Exception as err:                      # any unpickling failure: the file is damaged or foreign
-            raise ValueError(f"{folder / 'batches.pt'} does not load as tensors ({type(err).__name__}: "
-                             f"{' '.join(str(err).split())[:200]})") from None
+            stored = load_state(folder / "batches.pt")
+        except ValueError as err:
+            raise ValueError(f"{folder / 'batches.pt'} does not load as tensors ({err})") from None
+        check_stored_batches(stored, folder / "batches.pt")
+
+
+BATCH_TENSORS = ("logp", "old_logp", "advantages", "mask")
+
+
+def check_stored_batches(stored, path) -> dict:
+    """``stored`` ({update: batch}, what a run's ``batches.pt`` holds: per update the loss inputs
+    :data:`BATCH_TENSORS`), checked as the loss checks them: ValueError naming ``path`` and the update for a
+    missing tensor, mismatched shapes, NaN or inf log-probs or advantages, or a mask without a token."""
+    import torch
+    if not isinstance(stored, dict):
+        raise ValueError(f"{path} does not hold stored batches ({{update: batch}}); got a {type(stored).__name__}")
+    for step, batch in stored.items():
+        where = f"{path}, update {step!r}"
+        if not isinstance(step, int) or not isinstance(batch, dict):
+            raise ValueError(f"{where}: not an update number with its batch (a dict)")
+        missing = [k for k in BATCH_TENSORS if not isinstance(batch.get(k), torch.Tensor)]
+        if missing:
+            raise ValueError(f"{where}: no tensor {', '.join(missing)}")
+        logp, old, adv, mask = (batch[k] for k in BATCH_TENSORS)
+        if old.shape != logp.shape or mask.shape != logp.shape or adv.shape[0] != logp.shape[0]:
+            raise ValueError(f"{where}: shapes do not match (logp {tuple(logp.shape)}, old_logp {tuple(old.shape)}, "
+                             f"advantages {tuple(adv.shape)}, mask {tuple(mask.shape)})")
+        if not all(torch.isfinite(t.float()).all() for t in (logp, old, adv)):
+            raise ValueError(f"{where}: NaN or inf in logp, old_logp or advantages")
+        if not mask.any():
+            raise ValueError(f"{where}: the mask is all zero (no token)")
+    return stored

@@ -241,6 +241,19 @@ def read_config(out_dir) -> dict | None:
     return saved
 
 
+def _same_kind(saved, value) -> bool:
+    """Could ``saved`` (read from JSON) be a value of ``value``'s field? Numbers match numbers (JSON writes 1.0
+    as 1.0 but a user may write 1), never strings or booleans."""
+    number = (int, float)
+    if isinstance(value, bool) or isinstance(saved, bool):
+        return isinstance(saved, bool) == isinstance(value, bool)
+    if isinstance(value, number):
+        return isinstance(saved, number) and (isinstance(value, float) or float(saved).is_integer())
+    if isinstance(value, (list, tuple)):
+        return isinstance(saved, (list, tuple))
+    return isinstance(saved, type(value))
+
+
 def check_same_run(out_dir, cfg: RLConfig) -> None:
     """ValueError unless the run saved in ``out_dir`` (if any) may continue as ``cfg``: every field equal,
     except that ``cfg.steps`` may be larger (a longer run extends a shorter one; never the reverse, which
@@ -248,6 +261,12 @@ def check_same_run(out_dir, cfg: RLConfig) -> None:
     saved = read_config(out_dir)
     if saved is None:
         return
+    for name, value in cfg.to_dict().items():
+        kept = saved.get(name)
+        if value is not None and kept is not None and not _same_kind(kept, value):
+            raise ValueError(f"{Path(out_dir) / CONFIG}: {name!r} is {kept!r} ({type(kept).__name__}), not a "
+                             f"{type(value).__name__}; the file was edited or damaged: fix it, or start over "
+                             "(resume=False)")
     diff = config_differences(saved, cfg)
     if "steps" in diff and diff["steps"][0] > cfg.steps:
         raise ValueError(f"{out_dir} holds a run of {diff['steps'][0]} updates; this config asks for {cfg.steps}: "

@@ -15,9 +15,11 @@ raw traceback. :func:`lock_run` keeps a second process out of a folder in use.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pickle
 import re
+import shutil
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -52,7 +54,9 @@ def check_plain(obj, where: str = "state") -> None:
 
 
 def _replace_atomically(path: Path, write) -> Path:
-    """``write(tmp)`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    """``write(tmp)`` to a temporary file beside ``path``, fsync it, then rename it over ``path``: ``path`` holds
+    the old contents or the new, never half. A full disk is OSError ENOSPC naming ``path`` (torch.save reports it
+    as a RuntimeError "file write failed", without the cause)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -61,8 +65,11 @@ def _replace_atomically(path: Path, write) -> Path:
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:                # Ctrl-C included: never leave the temporary file behind
+    except BaseException as err:         # Ctrl-C included: never leave the temporary file behind
         tmp.unlink(missing_ok=True)
+        if isinstance(err, (OSError, RuntimeError)) and _disk_full(err, path.parent):
+            raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (nothing was written; the old file, if "
+                                        "any, is intact)", str(path)) from None
         raise
     with contextlib.suppress(OSError):   # make the rename itself durable (not possible everywhere)
         fd = os.open(path.parent, os.O_RDONLY)
@@ -126,6 +133,16 @@ def remove_leftovers(folder) -> list[Path]:
     for path in gone:
         path.unlink(missing_ok=True)
     return gone
+
+
+def _disk_full(err: BaseException, folder: Path) -> bool:
+    """Did ``err`` come from a full disk? ENOSPC, or a failed write with (almost) no space left in ``folder``."""
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        return shutil.disk_usage(folder).free < 1 << 20      # torch's own messages vary ("iostream error", ...)
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
