@@ -135,3 +135,15 @@ def test_grad_requiring_old_logp_or_advantages_refused(runs):
     loss, _ = fn(h, h.detach(), adv, mask, Symmetric())          # the fix the message names
     loss.sum().backward()
     assert h.grad.abs().sum() > 0
+
+
+def test_a_loss_that_overflows_float32_is_refused_not_minus_inf():
+    """Issue 30: advantages of 1e38 gave loss = -inf, silently."""
+    import pytest
+    import torch
+    from toy_rl.clipping import Symmetric, policy_loss
+    logp = torch.zeros(2, 3, requires_grad=True)
+    with pytest.raises(ValueError, match="overflowed"):
+        policy_loss(logp, torch.zeros(2, 3), torch.full((2, 1), 1e38), torch.ones(2, 3), rule=Symmetric())
+    loss, _ = policy_loss(logp, torch.zeros(2, 3), torch.full((2, 1), 1e30), torch.ones(2, 3), rule=Symmetric())
+    assert torch.isfinite(loss)

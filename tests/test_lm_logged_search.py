@@ -144,3 +144,5 @@ def test_the_search_refuses_nan_and_empty_batches_as_the_loss_does():
         BAPO().bounds(torch.full_like(ratio, float("nan")), adv, mask)
     with pytest.raises(ValueError, match="all zero"):
         BAPO().bounds(ratio, adv, torch.zeros_like(mask))
+    with pytest.raises(ValueError, match="weights must be >= 0"):
+        BAPO().bounds(ratio, adv, mask, weights=-mask)

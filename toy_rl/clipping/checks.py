@@ -90,8 +90,8 @@ def raise_bad_values(flags, runs: bool = False) -> None:
 
 def check_search_inputs(ratio, adv, mask, weights=None) -> None:
     """What :func:`check_loss_inputs` refuses, for a rule's bounds search on (runs, tokens) inputs (a replay, a
-    stored batch): ValueError for NaN or inf ratios, advantages or weights, a mask not 0/1, or a run whose mask is
-    all zero (its ρ would read as "target reached" on no token at all)."""
+    stored batch): ValueError for NaN or inf ratios, advantages or weights, negative weights, a mask not 0/1, or
+    a run whose mask is all zero (its ρ would read as "target reached" on no token at all)."""
     for name, x in (("ratio", ratio), ("advantages", adv), ("mask", mask)):
         _need_tensor(name, x)
     if ratio.shape != mask.shape or adv.shape != mask.shape:
@@ -100,11 +100,14 @@ def check_search_inputs(ratio, adv, mask, weights=None) -> None:
     with torch.no_grad():
         m = mask.to(torch.float32)
         rows = m.reshape(m.shape[0], -1) if m.dim() > 1 else m.reshape(1, -1)
+        no = torch.tensor(False)
         flags = torch.stack([~torch.isfinite(ratio).all(), ~torch.isfinite(adv).all(),
-                             ~torch.isfinite(weights).all() if weights is not None else torch.tensor(False),
+                             ~torch.isfinite(weights).all() if weights is not None else no,
+                             (weights < 0).any() if weights is not None else no,
                              ~((m == 0) | (m == 1)).all(), (rows.sum(1) == 0).any()]).tolist()
     problems = ("ratio contains NaN or inf", "advantages contain NaN or inf", "weights contain NaN or inf",
-                "mask must hold only 0 and 1 (or booleans)", "mask is all zero in at least one run: no token to search on")
+                "weights must be >= 0 (a token's share of the loss)", "mask must hold only 0 and 1 (or booleans)",
+                "mask is all zero in at least one run: no token to search on")
     for flag, msg in zip(flags, problems):
         if flag:
             raise ValueError(msg)

@@ -17,6 +17,7 @@ r > c_high and A > 0 — exactly the tokens that lose their gradient
 from __future__ import annotations
 
 import inspect
+import math
 
 import torch
 
@@ -116,7 +117,12 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
     adv = check_loss_inputs(logp, old_logp, advantages, mask, agg, dual_clip)
     loss, stats = _loss_and_stats(logp[None], old_logp[None], adv[None], mask[None], rule, agg, dual_clip)
     values = torch.stack(list(stats.values()))[:, 0].to(torch.float64).tolist()
-    return loss[0], dict(zip(stats, values))
+    out = dict(zip(stats, values))
+    if not math.isfinite(out["loss"]):                    # read with the stats: no extra host transfer
+        raise ValueError(f"the loss overflowed {loss.dtype} (it is {out['loss']}): advantages up to "
+                         f"{float(adv.abs().max()):.3g} times ratios up to {out['ratio_max']:.3g} exceed its range; "
+                         "scale the advantages down (group-normalised ones are of order 1)")
+    return loss[0], out
 
 
 def policy_loss_runs(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
