@@ -96,6 +96,19 @@ def test_replies_a_long_poll_would_miss_are_read_within_a_slice():
     assert 0.3 <= monotonic() - start < 5
 
 
+def test_the_runners_client_reads_both_channels_in_slices(tmp_path):
+    """Without the slicing the client waits in one long poll per cell (the stall); a guard that it is in place."""
+    from toy_rl.notebook_runner import SlicedNotebookClient, this_python_kernel
+    client = SlicedNotebookClient(nbformat.read(_write(tmp_path, "SMOKE = False"), as_version=4),
+                                  km=this_python_kernel(), timeout=60)
+    client.execute(cleanup_kc=False)
+    try:
+        for channel in (client.kc.shell_channel, client.kc.iopub_channel):
+            assert channel.get_msg.__name__ == "get_msg_in_slices"
+    finally:
+        client._cleanup_kernel()
+
+
 def test_runner_needs_a_parameters_cell(tmp_path):
     path = _write(tmp_path, "SMOKE = False", tag_first=False)
     with pytest.raises(NotebookError, match="parameters"):

@@ -27,7 +27,7 @@ from time import monotonic
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 from nbclient.util import ensure_async
@@ -81,6 +81,7 @@ def sliced(get_msg, slice_s: float = POLL_SLICE_S):
             except Empty:
                 if deadline is not None and monotonic() >= deadline:
                     raise
+                await asyncio.sleep(0)          # a blocking read never yields: let the loop run (signals, other reads)
     return get_msg_in_slices
 
 
@@ -117,17 +118,23 @@ class SlicedNotebookClient(NotebookClient):
                 loop.remove_signal_handler(sig)
                 signal.signal(sig, handler)
 
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        for channel in (kc.shell_channel, kc.iopub_channel):
+            channel.get_msg = sliced(channel.get_msg)
+        return kc
+
     def _stop(self, sig, task) -> None:
         self.stopped_by = sig
         task.cancel()
 
 
-def this_python_kernel() -> AsyncKernelManager:
+def this_python_kernel() -> KernelManager:
     """A kernel manager for ipykernel in *this* interpreter: jupyter_client's built-in "python3" spec
-    launches ``sys.executable`` when no kernel directory is searched (no kernelspec install needed). The async
-    manager, as nbclient's default: a blocking one would block the event loop in each channel read (no signal
-    could stop a quiet cell)."""
-    return AsyncKernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+    launches ``sys.executable`` when no kernel directory is searched (no kernelspec install needed). Its channels
+    block (plain zmq polls); read in one-second slices (:func:`sliced`) they hand the event loop back every
+    second, so a signal still stops a quiet cell."""
+    return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
 
 
 def run_notebook(path, smoke: bool = True, timeout: int = 600, inject: str | None = None):
