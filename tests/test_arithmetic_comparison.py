@@ -6,16 +6,19 @@ import numpy as np
 import pytest
 
 from toy_rl.arithmetic.comparison import (as_cells, compare, comparison_verdicts, format_rows, gate_line,
-                                          is_complete, preset_rules, realised_bounds, seeds_needed, table_rows)
+                                          is_complete, preset_rules, realised_bounds, seeds_needed, table_rows,
+                                          with_verdicts_p)
 from toy_rl.clipping import BAPO, Symmetric
 from toy_rl.experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 
 
-def fake_run(seed, accuracies, c_low=0.6, c_high=1.2, rho_before=0.5, updates=4):
-    """Records as the loop logs them: an evaluation every 2 updates, then the final record."""
+def fake_run(seed, accuracies, c_low=0.6, c_high=1.2, rho_before=0.5, updates=4, swing=0.0):
+    """Records as the loop logs them: an evaluation every 2 updates, then the final record. ``swing``: c_high moves
+    by ± that much from update to update (an adaptive rule's bounds vary)."""
     recs = []
     for step in range(updates):
-        r = dict(step=step, seed=seed, rule="x", staleness=8, c_low=c_low, c_high=c_high, rho_before=rho_before,
+        r = dict(step=step, seed=seed, rule="x", staleness=8, c_low=c_low, c_high=c_high + swing * (-1) ** step,
+                 rho_before=rho_before,
                  clip_frac_low=0.01, clip_frac_high=0.02, approx_kl=0.01, reward_mean=0.2)
         if step % 2 == 0:
             r["accuracy"] = accuracies[step // 2]
@@ -31,7 +34,7 @@ def runs_with_gap(gap, seeds=8, noise=0.02, seed=0):
     jitter = rng.normal(0, noise, seeds)
     jitter -= jitter.mean()                       # the mean difference is exactly the gap
     sym = [fake_run(s, [0.2, b, b]) for s, b in enumerate(base)]
-    bapo = [fake_run(s, [0.2, b + gap + j, b + gap + j], c_low=0.85, c_high=2.7, rho_before=0.3)
+    bapo = [fake_run(s, [0.2, b + gap + j, b + gap + j], c_low=0.85, c_high=2.7, rho_before=0.3, swing=0.2)
             for s, (b, j) in enumerate(zip(base, jitter))]
     return {"bapo": bapo, "symmetric": sym}, {"bapo": BAPO(), "symmetric": Symmetric()}
 
@@ -39,20 +42,21 @@ def runs_with_gap(gap, seeds=8, noise=0.02, seed=0):
 @pytest.mark.parametrize("gap", [0.05, -0.05])
 def test_table_names_the_direction_of_a_real_gap(gap):
     runs, rules = runs_with_gap(gap)
-    rows = {r["rule"]: r for r in table_rows(runs, rules)}
+    rows = {r["rule"]: r for r in with_verdicts_p({"runs": runs, "rows": table_rows(runs, rules)})["rows"]}
     sym = rows["symmetric"]
     assert np.sign(sym["diff_final_accuracy"]) == np.sign(gap)
     assert sym["diff_final_accuracy"] == pytest.approx(gap, abs=0.03)
-    assert sym["p_holm_final_accuracy"] < 0.01 and sym["p_holm_auc_accuracy"] < 0.01
+    assert sym["p_final_accuracy"] < 0.01 and sym["p_holm_auc_accuracy"] < 0.01
+    assert np.isnan(sym["p_holm_final_accuracy"])        # the secondary endpoint is reported, not in the family
     assert "diff_final_accuracy" not in rows["bapo"]                      # the reference is not tested against itself
     assert rows["bapo"]["c_high"] == pytest.approx(2.7)
 
 
 def test_no_gap_is_not_significant_and_holm_only_raises_p():
     runs, rules = runs_with_gap(0.0, noise=0.03)
-    row = [r for r in table_rows(runs, rules) if r["rule"] == "symmetric"][0]
-    assert row["p_holm_auc_accuracy"] >= row["p_auc_accuracy"]
-    assert row["p_holm_final_accuracy"] > 0.5
+    rows = with_verdicts_p({"runs": runs, "rows": table_rows(runs, rules)})["rows"]
+    row = [r for r in rows if r["rule"] == "symmetric"][0]
+    assert row["p_holm_auc_accuracy"] >= row["p_auc_accuracy"] and row["p_holm_auc_accuracy"] > 0.05
 
 
 def test_pairs_are_matched_by_seed_id_not_position():
@@ -89,8 +93,8 @@ def test_controls_and_mean_bounds_rule():
 
 def test_format_rows_and_gate_line():
     runs, rules = runs_with_gap(0.05)
-    text = format_rows(table_rows(runs, rules))
-    assert "symmetric" in text and "p_holm" in text
+    text = format_rows(with_verdicts_p({"runs": runs, "rows": table_rows(runs, rules)})["rows"])
+    assert "symmetric" in text and "p_holm" in text and "< 0.001" in text and len(text.splitlines()[0].split("  ")) > 1
     assert "not measured" in gate_line({})
     balanced = dict(regime="balanced", rho_below_target_frac=0.1, search_moved_frac=0.0, c_low_mean=0.6,
                     c_high_mean=1.2, **{"lambda": {"q50": float("nan")}})
@@ -137,6 +141,17 @@ def test_verdicts_support_claim_5_and_say_when_fixed_bounds_tie():
     assert checks[5].status == "supported" and checks[5].n_against == 0
     assert checks[6].status == "partly supported"            # beats [0.6, 1.2], ties its own mean bounds
     assert "negatives-dominate" in checks[5].regime
+
+
+def test_claim_6_is_not_testable_when_bapo_never_leaves_its_caps():
+    from toy_rl.arithmetic.comparison import comparison_checks
+    result = with_controls(-0.05)
+    for recs in result["runs"]["bapo"]:
+        for r in recs:
+            if r.get("c_high") is not None:
+                r["c_high"] = 3.0                       # at its cap on every update: a fixed rule in all but name
+    checks = {v.claim: v for v in comparison_checks(result)}
+    assert checks[6].status.startswith("not testable") and checks[6].n_against == 0
 
 
 def test_verdicts_contradict_when_the_fixed_rule_wins():
@@ -189,8 +204,8 @@ def test_comparison_view_draws_bapo_bounds_over_the_updates_every_seed_made():
     from toy_rl.arithmetic.views import comparison_view
     runs, rules = runs_with_gap(0.05, seeds=3)
     runs["bapo"][0] = fake_run(0, [0.2, 0.3, 0.3, 0.3], c_low=0.85, c_high=2.7, rho_before=0.3, updates=6)
-    result = {"runs": runs, "rows": table_rows(runs, rules), "preset": "p", "seeds": [0, 1, 2], "steps": 6,
-              "scenario": "partial-8"}
+    result = {"runs": runs, "rows": with_verdicts_p({"runs": runs, "rows": table_rows(runs, rules)})["rows"],
+              "preset": "p", "seeds": [0, 1, 2], "steps": 6, "scenario": "partial-8"}
     fig, drawn = comparison_view(result)
     ax_acc, ax_bounds, _ = fig.axes[:3]
     assert ax_acc.get_xlabel() == "step" and "6 steps" in fig.get_suptitle()

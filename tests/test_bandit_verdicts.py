@@ -138,17 +138,19 @@ def test_claim_4_is_not_testable_when_rho_starts_above_rho0_everywhere():
     v = by_claim(res)
     assert v[4].status == "not testable: the search never had to move (ρ before it ≥ ρ0 in every update)"
     assert not v[4].tests[0].tested if v[4].tests else True
-    # and where the search had work to do but fell short, the reach part counts against
+    # where the search had work to do, how often it reached ρ0 is said, not tested (issue 24: its range makes
+    # reaching ρ0 near-certain, so a test of it would be met by construction)
     for k in (2, 4):
         res[k, "bapo"] = fake_run("bapo", k, H_end=1.0, R_end=0.7, rho_before=0.3, rho_after=0.35, c_high=3.0)
     v = by_claim(res)
-    assert v[4].status == "contradicted" and v[4].tests[0].outcome() == "against"
+    assert "the search brought ρ to ρ0 in 1% of the updates that needed it" in v[4].detail
+    assert not any("brought ρ to ρ0" in t.what for t in v[4].tests)
 
 
 def test_holm_runs_across_all_claims_of_the_rung():
     checks = claim_checks(good_sweep(noise=0.05))
     tests = [t for v in checks for t in v.tests]
-    assert len(tests) == 4 + 2 + 4 + 5 + 4
+    assert len(tests) == 4 + 2 + 4 + 4 + 4          # claim 4: entropy and roughness at 2 stalenesses
     np.testing.assert_allclose([t.p_holm for t in tests], holm([t.p for t in tests]))
     assert all(t.p_holm >= t.p for t in tests)
 

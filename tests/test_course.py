@@ -257,3 +257,32 @@ def test_logged_only_mode_names_the_damaged_line(tmp_path, monkeypatch):
     monkeypatch.setenv(LOGGED_ONLY, "1")
     with pytest.raises(FileNotFoundError, match=r"damaged: .*metrics.jsonl, line 2"):
         run(spec)
+
+
+def test_collect_takes_a_grid_cells_table_and_refuses_a_damaged_one(tmp_path):
+    """Rung 1's grid cells (rows.json) pass the same gate: strict JSON, one finite value per seed."""
+    folder = tmp_path / "runs" / "grid" / "p" / "eta1-task0"
+    folder.mkdir(parents=True)
+    row = {"rule": "bapo", "seed_ids": [0, 1], "per_seed": {"mean_reward": [0.5, 0.6]}}
+    (folder / "rows.json").write_text(json.dumps({"settings": {}, "rows": [row]}))
+    written = collect(tmp_path / "runs", tmp_path / "results", {"grid": "make it"})
+    assert [p.name for p in written[0].iterdir()] == ["rows.json"]
+    for bad, named in (('{"settings": {}, "rows": [{"rule": "bapo", "seed_ids": [0, 1], "per_seed": '
+                        '{"mean_reward": [0.5, NaN]}}]}', "not strict JSON"),
+                       (json.dumps({"settings": {}, "rows": [dict(row, per_seed={"mean_reward": [0.5]})]}),
+                        "one finite number per seed"),
+                       (json.dumps({"rows": []}), "not a comparison's table")):
+        (folder / "rows.json").write_text(bad)
+        with pytest.raises(ValueError, match=named):
+            collect(tmp_path / "runs", tmp_path / "results", {"grid": "make it"})
+
+
+def test_collect_only_some_experiments_leaves_the_others(tmp_path):
+    _run_folder(tmp_path)
+    dest = tmp_path / "results"
+    (dest / "kept" / "x").mkdir(parents=True)
+    (dest / "kept" / "x" / "config.json").write_text("{}")
+    written = collect(tmp_path / "runs", dest, {"exp": "make it", "kept": "made earlier"}, only=["exp"])
+    assert len(written) == 1 and (dest / "kept" / "x" / "config.json").exists()
+    with pytest.raises(ValueError, match="unknown experiment"):
+        collect(tmp_path / "runs", dest, {"exp": "make it"}, only=["nope"])

@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 from toy_rl.arithmetic.model import GPT, ModelConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,3 +52,77 @@ def test_the_rung3_table_follows_from_its_per_seed_accuracies():
     assert len(quoted) == len(tests) == 6
     for t, p, (diff, p_quoted) in zip(tests, adjusted, quoted):
         assert abs(t["diff"] * 100 - float(diff.replace("−", "-"))) <= 0.051 and round(p, 2) == float(p_quoted)
+
+
+def _grid_numbers():
+    """{(factor, claim, cell, rule): [BAPO − rule in points, per task instance]} and {(factor, claim): statuses}
+    recomputed from the grid logs committed in results/ (toy_rl.bandit.grid)."""
+    from toy_rl.bandit.comparison import comparison_checks
+    from toy_rl.bandit.grid import load_grid
+    grid = load_grid(ROOT / "results" / "bandit-grid", "long-failures")
+    diffs, statuses = {}, {}
+    for (factor, task), rows in grid.items():
+        for v in comparison_checks(rows):
+            statuses.setdefault((factor, v.claim), set()).add(v.status)
+            for t in v.tests:
+                diffs.setdefault((factor, v.claim, t.key[0], t.key[3]), []).append(round(t.diff * 100, 1))
+    return grid, diffs, statuses
+
+
+def test_the_rung1_findings_follow_from_the_committed_grid():
+    """README "What rung 1 finds": the mean-reward table, the verdict of every step size (the same on every task
+    instance) and the differences the bullets quote, recomputed from results/bandit-grid."""
+    from toy_rl.bandit.comparison import cell_name
+    grid, diffs, statuses = _grid_numbers()
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### What rung 1 finds"):text.index("## Scaling out")]
+    table = section[section.index("| staleness | symmetric | clip-higher"):].split("\n\n")[0].splitlines()[2:]
+    order = ["symmetric", "clip-higher", "fixed[0.6,1.2]", "bapo", "fixed[0.8,2.0]", "fixed@bapo-mean"]
+    rows = {(cell_name(r), r["rule"]): r["mean_reward"] for r in grid[1.0, 0]}
+    for line in table:
+        cells = [c.strip(" *") for c in line.strip("|").split("|")]
+        assert [float(c) for c in cells[1:]] == [round(rows[cells[0], rule], 3) for rule in order], line
+    verdicts = section[section.index("| claim | η × 0.5 | η × 1 | η × 2"):].split("\n\n")[0].splitlines()[2:]
+    for line, claim in zip(verdicts, (5, 6)):
+        quoted = [c.strip(" *") for c in line.strip("|").split("|")][1:4]
+        assert [statuses[f, claim] for f in (0.5, 1.0, 2.0)] == [{q} for q in quoted], line
+    span = lambda *key: (min(diffs[key]), max(diffs[key]))
+    quotes = {"6.2-6.5 points under epoch\n  reuse 2": span(1.0, 5, "epoch reuse 2", "clip-higher"),
+              "18.5-18.8 under reuse 4": span(1.0, 5, "epoch reuse 4", "clip-higher"),
+              "3.7-3.9 under lag 4": span(1.0, 5, "lag 4", "clip-higher"),
+              "+7.5 to +8.2": span(0.5, 5, "epoch reuse 4", "clip-higher"),
+              "−1.2 to\n  −1.4 points": span(0.5, 5, "lag 4", "clip-higher"),
+              "+15.8 to +16.4": span(0.5, 6, "epoch reuse 4", "fixed[0.6,1.2]")}
+    for quote, (lo, hi) in quotes.items():
+        assert quote in section, quote
+        numbers = sorted(abs(float(x)) for x in re.findall(r"[\d.]+", quote.replace("\n", " ")) if x != "2" and x != "4")
+        assert numbers == sorted([abs(lo), abs(hi)]), (quote, lo, hi)
+    assert "(+2.9 to +15.8)" in section
+    assert min(min(diffs[2.0, 5, c, "clip-higher"]) for c in ("epoch reuse 2", "epoch reuse 4", "lag 2", "lag 4")) == 2.9
+    assert max(max(diffs[2.0, 5, c, "clip-higher"]) for c in ("epoch reuse 2", "epoch reuse 4", "lag 2", "lag 4")) == 15.8
+
+
+def test_the_rung2_table_follows_from_the_committed_runs():
+    """README "What rung 2 finds": the table's accuracies, BAPO − rule and p_holm, recomputed from the logs of
+    results/compare/long-failures with the verdicts' own family (toy_rl.arithmetic.comparison)."""
+    from toy_rl.arithmetic.comparison import table_rows, with_verdicts_p
+    from toy_rl.experiments.controls import MEAN_BOUNDS, control_rules
+    from toy_rl.experiments.runner import load
+    folders = {"symmetric": "symmetric", "clip-higher": "clip-higher", "bapo": "bapo", "fixed-0.6-1.2": "fixed[0.6,1.2]",
+               "bapo-low0.8-0.9": "bapo a-=0.8", "fixed-0.8-2": "fixed[0.8,2.0]", "bapo-authors": "bapo-authors",
+               "bapo-rho0.5": "bapo rho0=0.5", "fixed-0.879-2.9565": MEAN_BOUNDS}
+    runs = {folders[rule]: recs for (_, rule), recs in load(ROOT / "results" / "compare" / "long-failures").items()}
+    rules = {**control_rules(), MEAN_BOUNDS: None}
+    rows = {r["rule"]: r for r in with_verdicts_p({"runs": runs, "rows": table_rows(runs, rules)})["rows"]}
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| rule | averaged over training | final | BAPO − rule"):].split("\n\n")[0].splitlines()[2:]
+    assert len(table) == 9
+    for line, label in zip(table, folders.values()):
+        cells = [c.strip(" *") for c in line.strip("|").split("|")]
+        r = rows[label]
+        assert [float(cells[1]), float(cells[2])] == [round(r["auc_accuracy"], 3), round(r["final_accuracy"], 3)]
+        if label == "bapo":
+            continue
+        assert float(cells[3].replace("−", "-")) == round(100 * r["diff_auc_accuracy"], 1)
+        p = r["p_holm_auc_accuracy"]
+        assert cells[4] == ("n/a" if np.isnan(p) else f"{p:.2g}"), (label, cells[4], p)

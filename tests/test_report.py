@@ -23,7 +23,7 @@ def test_rung1_html_is_one_self_contained_page(rung1, tmp_path):
     assert all(src.startswith("data:image/png;base64,iVBORw0KGgo") for src in images)   # PNGs, embedded
     assert not re.search(r"(src|href)=['\"](?!data:)", page)                              # nothing to fetch
     assert page.count("<tr>") == 1 + 4 * 9                    # header + 4 cells x (8 rules + fixed at BAPO's mean)
-    for text in ("final reward", "mean reward", "BAPO − rule (mean R)", "toy-rl report --rung 1 --smoke", "SMOKE",
+    for text in ("final reward", "mean reward", "BAPO − rule", "toy-rl report --rung 1 --smoke", "SMOKE",
                  "Machine", "Holm", "claim 5 (", "claim 6 (", "long-failures"):
         assert text in page
     assert list(tmp_path.iterdir()) == [path]                  # no PNG beside it

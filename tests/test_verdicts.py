@@ -173,6 +173,7 @@ def test_rung3_verdicts_follow_paired_tests_and_name_the_regime():
     # (100 updates; odd seeds' search misses the first: 99 %)
     searched = lm_runs({"symmetric": 0.5, "clip-higher": 0.6, "bapo": 0.8}, rho_before=0.3, c_high=1.5, steps=100)
     v = {x.claim: x for x in claim_checks(searched)}
-    assert v[4].tests[0].outcome() == "for" and v[5].tests[0].a == "BAPO"
+    assert "the search brought ρ to ρ0 in 100% of the updates that needed it (reported, not tested" in v[4].detail
+    assert not any("brought ρ to ρ0" in t.what for t in v[4].tests) and v[5].tests[0].a == "BAPO"
     assert v[4].regime.startswith("regime negatives-dominate")
     assert claim_verdicts(good) == [verdict_line(x) for x in claim_checks(good)]

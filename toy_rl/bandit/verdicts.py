@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..stats import paired_test, welch_test
-from ..verdicts import (BAPO_START, REACHED_SHARE, RHO0, Claim, Verdict, judge, paired, reached_when_needed, regime_of,
-                        verdict_line)
+from ..verdicts import (BAPO_START, RHO0, Claim, Verdict, judge, paired, reached_text, reached_when_needed,
+                        regime_of, verdict_line)
 from .experiments import per_seed_summary
 from .measures import dominance_flags, dominance_per_seed, entropy_points, roughness, search_moved
 from .simulate import BanditRun
@@ -94,12 +94,13 @@ def _needed(runs: list[BanditRun]) -> np.ndarray:
     return reached_when_needed(cat("rho_before"), cat("rho"), getattr(rule, "rho0", RHO0))
 
 
-def _reach_test(runs: list[BanditRun], name: str) -> tuple[list, str | None]:
+def _reach_test(runs: list[BanditRun], name: str) -> tuple[str, str | None]:
+    """(what claim 4 says of ρ reaching ρ0, or why claim 4 is not testable). Not a test: with c_high allowed up to
+    3.0 the search reaches ρ0 almost always, so "reached ρ0 when it needed to" is met by construction."""
     need = _needed(runs)
     if not np.isfinite(need).any():
-        return [], "the search never had to move (ρ before it ≥ ρ0 in every update)"
-    return [paired("share of the updates needing the search (ρ before it < ρ0) where it brought ρ to ρ0",
-                   name, need, f"{REACHED_SHARE:g}", REACHED_SHARE, ">")], None
+        return "", "the search never had to move (ρ before it ≥ ρ0 in every update)"
+    return reached_text(float(np.nanmean(need))), None
 
 
 def claim_checks(results: dict, per: dict | None = None) -> list[Verdict]:
@@ -153,12 +154,12 @@ def claim_checks(results: dict, per: dict | None = None) -> list[Verdict]:
         "lowering c_low is varied in notebook 03")
 
     reach, never = _reach_test(bapo_runs, B)
-    c4 = Claim(4, CLAIMS[4], reach + [t for k in stale for t in (
+    c4 = Claim(4, CLAIMS[4], [t for k in stale for t in (
         paired(f"final entropy, staleness {k}", B, per[k, "bapo"]["final_entropy"], "symmetric",
                sym(k)["final_entropy"], ">"),
         paired(f"gradient-norm roughness (mean |change per update|), staleness {k}", B, roughness(results[k, "bapo"]),
                "symmetric", roughness(results[k, "symmetric"]), "<"))],
-        f"BAPO's bounds average c_low {np.mean([per[k, 'bapo']['c_low'].mean() for k in stale]):.2f}, c_high "
+        f"{reach}; BAPO's bounds average c_low {np.mean([per[k, 'bapo']['c_low'].mean() for k in stale]):.2f}, c_high "
         f"{np.mean([per[k, 'bapo']['c_high'].mean() for k in stale]):.2f} (paper: 0.7 and 2.0-2.2)",
         regime, never)
 
@@ -241,9 +242,9 @@ def ablation_checks(ablations: dict, trained: dict, bapo: str = "BAPO()", base=(
     avg = lambda n, b: np.mean([per_seed_summary(trained[k][n])[b].mean() for k in ks])
     bounds = "; ".join(f"{n} averages c_low {avg(n, 'c_low'):.2f}, c_high {avg(n, 'c_high'):.2f}"
                        for n in trained[ks[0]] if n in (bapo, "BAPO(rho0=0.6)"))
-    c4 = Claim(4, ABLATION[4], reach + [
+    c4 = Claim(4, ABLATION[4], [
         paired(f"final entropy, staleness {k}", B, sb[k]["final_entropy"], name(base), s[k][base]["final_entropy"], ">")
-        for k in ks], f"{bounds} (paper: 0.7 and 2.0-2.2)", regime, never)
+        for k in ks], f"{reach}; {bounds} (paper: 0.7 and 2.0-2.2)", regime, never)
     gap = {k: paired_test(sb[k]["mean_reward"], s[k][wider_high]["mean_reward"]) for k in ks}
     c5 = Claim(5, ABLATION[5], [t for k in ks for t in (
         paired(f"mean reward, staleness {k}", B, sb[k]["mean_reward"], name(clip_higher),

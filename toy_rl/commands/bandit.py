@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..bandit.config import BanditConfig
+from ..bandit.presets import get_preset
 from ..bandit.rewards import PRESETS
 from ..bandit.experiments import STALENESSES, CurveWriter, format_table, summary_table, sweep
 from ..report.runs import RUNG1_SMOKE
@@ -41,6 +42,10 @@ def add_arguments(p):
                         "controls, reuse and lag at staleness 2 and 4, paired by seed, Holm-adjusted. --lr, --tokens, "
                         "--contexts, --group-size, --task-seed, --pg, --advantage and --steps change the setting; "
                         "--mode and --staleness pick the cells")
+    p.add_argument("--grid", nargs="?", type=Path, const=Path("runs/bandit-grid"), default=None, metavar="DIR",
+                   help="with --compare: the robustness grid, the comparison at η x 0.5, 1, 2 on task instances 0, 1, "
+                        "2 (toy_rl.bandit.grid): a verdict per grid cell and one across the grid; each cell is "
+                        "written as it finishes under DIR (default runs/bandit-grid) and read back when rerun")
     common.rule()
     common.seeds(20, RUNG1_SMOKE["seeds"], "how many seeds, run side by side; 95%% bands need 2 or more")
     common.first_seed()
@@ -55,7 +60,8 @@ def add_arguments(p):
 
 
 SETTING_FLAGS = ("tokens", "contexts", "group_size", "steps", "lr", "pg", "advantage", "task_seed")
-NOT_IN_COMPARE = {"--preset": "name the setting as --compare PRESET", "--out": "it writes no file; use --json",
+NOT_IN_COMPARE = {"--preset": "name the setting as --compare PRESET",
+                  "--out": "it writes no file (use --json; --grid DIR names the grid's folder)",
                   "--rule": "it runs the three rules and every control"}
 
 
@@ -96,11 +102,12 @@ def compare(args) -> int:
     setting flags given change the preset (and are printed and returned with it); flags that cannot apply are
     refused by name."""
     from ..bandit.comparison import compare, comparison_verdicts, format_rows
-    from ..bandit.presets import get_preset
     refused = {"--preset": args.preset is not None, "--out": args.out is not None, "--rule": not args._all_rules}
     for flag, why in NOT_IN_COMPARE.items():
         if refused[flag]:
             raise ValueError(f"{flag} does not apply to --compare: {why}")
+    if args.grid is not None:
+        return grid(args)
     config = config_of(args, get_preset(args.compare))    # an unknown name or a bad value: one line, before any work
     cells = compare_cells(args)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -124,9 +131,35 @@ def compare(args) -> int:
     return 0
 
 
+def grid(args) -> int:
+    """``--compare --grid``: :func:`toy_rl.bandit.grid.run_grid`, printed as the verdicts per grid cell (or JSON)."""
+    from ..bandit.grid import format_grid, grid_verdicts, run_grid
+    varied = [flag for flag, name in (("--lr", "lr"), ("--task-seed", "task_seed")) if name in given(args)]
+    if varied:
+        raise ValueError(f"{varied[0]} does not apply to --grid: the grid varies the step size and the task instance")
+    out = check_out(args.grid, "dir", "--grid")
+    config_of(args, get_preset(args.compare))            # a bad value: one line, before any work
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    steps = args.steps if args.smoke or "steps" in args._given else None
+    t0 = time.perf_counter()
+    cells = run_grid(args.compare, seeds, out=out, steps=steps, cells=compare_cells(args), progress=show_progress(args))
+    if args.json:
+        verdicts = {claim: dict(v, cells={f"eta{f:g}-task{t}": s for (f, t), s in v["cells"].items()},
+                                primary={f"eta{f:g}-task{t}": d for (f, t), d in v["primary"].items()})
+                    for claim, v in grid_verdicts(cells).items()}
+        print_json(dict(preset=args.compare, seeds=list(seeds), out=out, verdicts=verdicts))
+        return 0
+    print(f"Rung-1 robustness grid on {args.compare!r}, seeds {seeds.start}-{seeds.stop - 1}, "
+          f"{time.perf_counter() - t0:.0f} s; cells under {out / args.compare}\n")
+    print(format_grid(cells))
+    return 0
+
+
 def run(args) -> int:
     if args.compare is not None:
         return compare(args)
+    if args.grid is not None:
+        raise ValueError("--grid goes with --compare (the grid repeats the default comparison)")
     config = config_of(args, BanditConfig(staleness=args.staleness[0], steps=args.steps, group_size=args.group_size))
     out = check_out(args.out or Path("runs/bandit") / f"{config.preset}-{config.mode}-{config.pg}.jsonl", "file")
     rules = args.rule

@@ -19,6 +19,8 @@ def add_arguments(p):
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                    help="only these notebooks, by number or name (04, 04_arithmetic_transformer); default all")
     p.add_argument("--runs", type=Path, default=Path("runs"), help="collect: where the runs are (default runs)")
+    p.add_argument("--only", nargs="+", metavar="EXPERIMENT",
+                   help="collect: only these experiments (e.g. bandit-grid/long-failures); the rest of results/ stays")
     common = CommonFlags(p)
     common.json("build: one entry per notebook; check: the differences per notebook")
 
@@ -29,7 +31,7 @@ def run(args) -> int:
     from ..course.logs import size
     notebooks(args.notebooks)                           # an unknown name: one line, before any work
     if args.action == "collect":
-        written = collect(args.runs)
+        written = collect(args.runs, only=args.only)
         print(f"{len(written)} run folders copied into {RESULTS} ({size(RESULTS) / 1e6:.1f} MB)")
         return 0
     if args.action == "build":

@@ -5,6 +5,8 @@ A run folder is ``<experiment>/<scenario>/<rule>/seed<k>/`` (:func:`toy_rl.exper
 runner counts it finished when ``metrics.jsonl`` ends with the final update and ``config.json`` matches the
 spec, so these two files are all a notebook needs to load it. Rung 3's runs also keep ``batches.pt`` (the
 stored batches notebook 06 re-runs BAPO's search on): tensors only, read with ``torch.load(weights_only=True)``.
+Rung 1's robustness grid keeps one ``rows.json`` per grid cell (``bandit-grid/<preset>/eta<f>-task<k>/``): the
+per-seed endpoints its verdicts are recomputed from (:mod:`toy_rl.bandit.grid`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ NOTEBOOKS = ROOT / "notebooks"
 RESULTS = ROOT / "results"           # committed: the logs of the runs the full notebooks show
 COURSE = ROOT / "docs" / "course"    # committed: the executed notebooks
 
-KEPT = ("metrics.jsonl", "config.json", "batches.pt")
+KEPT = ("metrics.jsonl", "config.json", "batches.pt", "rows.json")
 
 # The experiments (folders under runs/) the notebooks read in full mode, with the commands that make them.
 LOGGED = {
@@ -30,34 +32,41 @@ LOGGED = {
     "small-batch": ("toy-rl arithmetic --task scratchpad --rule symmetric --staleness 0 --seeds 5 --prompts 3 "
                     "--out runs/small-batch"),
     "smollm2-135m-add": "notebook 06's LoRA runs (the notebook runs the missing ones)",
+    "bandit-grid/long-failures": "toy-rl bandit --compare long-failures --grid --seeds 20",
 }
 
 
 def run_folders(root) -> list[Path]:
-    """Every run folder (one holding metrics.jsonl) under ``root``, sorted."""
-    return sorted(p.parent for p in Path(root).rglob("metrics.jsonl"))
+    """Every run folder (one holding metrics.jsonl, or a comparison's rows.json) under ``root``, sorted."""
+    return sorted({p.parent for name in ("metrics.jsonl", "rows.json") for p in Path(root).rglob(name)})
 
 
-def collect(src="runs", dest=RESULTS, experiments=LOGGED) -> list[Path]:
+def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None) -> list[Path]:
     """Copy :data:`KEPT` of every run folder under ``src/<experiment>`` to the same place under ``dest``, replacing
     what ``dest`` held (folders of experiments no longer listed are removed); returns the folders written. A
     listed experiment missing from ``src`` is a FileNotFoundError naming its command, and a damaged run (one that
-    fails :func:`check_run`) a ValueError naming its file and line, both before anything changes."""
+    fails :func:`check_run`) a ValueError naming its file and line, both before anything changes. ``only``: the
+    names of some experiments: just those are replaced, the rest of ``dest`` is left as it is."""
     src, dest = Path(src), Path(dest)
-    for name, how in experiments.items():
+    unknown = sorted(set(only or ()) - set(experiments))
+    if unknown:
+        raise ValueError(f"unknown experiment(s) {unknown}; the notebooks read {', '.join(experiments)}")
+    chosen = {name: how for name, how in experiments.items() if only is None or name in only}
+    for name, how in chosen.items():
         if not (src / name).is_dir():
             raise FileNotFoundError(f"{src / name} does not exist: make it first ({how})")
-    for name in experiments:
+    for name in chosen:
         for folder in run_folders(src / name):
             check_run(folder)
-    tops = {name.split("/")[0] for name in experiments}
-    for old in [p for p in dest.glob("*") if p.is_dir()]:     # a fresh copy: no run left from an older list
-        if old.name not in tops or any((dest / name) == old for name in experiments):
-            shutil.rmtree(old)
-    for name in experiments:
+    if only is None:
+        tops = {name.split("/")[0] for name in experiments}
+        for old in [p for p in dest.glob("*") if p.is_dir()]:     # a fresh copy: no run left from an older list
+            if old.name not in tops or any((dest / name) == old for name in experiments):
+                shutil.rmtree(old)
+    for name in chosen:
         shutil.rmtree(dest / name, ignore_errors=True)
     written = []
-    for name in experiments:
+    for name in chosen:
         for folder in run_folders(src / name):
             target = dest / folder.relative_to(src)
             target.mkdir(parents=True, exist_ok=True)
@@ -78,7 +87,9 @@ def write_index(dest=RESULTS, experiments=LOGGED) -> Path:
 
 The logs of the runs that the notebooks read in their full configuration, copied from `runs/` by
 `toy-rl course collect`: per run `config.json` (its settings) and `metrics.jsonl` (one JSON line per update);
-rung 3's runs also keep `batches.pt` (stored batches: tensors only, read with `torch.load(weights_only=True)`).
+rung 3's runs also keep `batches.pt` (stored batches: tensors only, read with `torch.load(weights_only=True)`);
+rung 1's robustness grid keeps one `rows.json` per grid cell (`bandit-grid/<preset>/eta<f>-task<k>/`: the per-seed
+endpoints of every rule, from which its verdicts are recomputed).
 No checkpoints, nothing that runs code when loaded. `toy-rl course build` executes every notebook from these
 into `docs/course/`; the runner counts a run finished from these two files alone, so nothing is retrained.
 
@@ -86,7 +97,8 @@ into `docs/course/`; the runner counts a run finished from these two files alone
 |---|---|---|---|
 {rows}
 
-Total {size(dest) / 1e6:.1f} MB. Layout: `<experiment>/<scenario>/<rule>/seed<k>/`, as under `runs/`.
+Total {size(dest) / 1e6:.1f} MB. Layout: `<experiment>/<scenario>/<rule>/seed<k>/`, as under `runs/`; rung 1's grid:
+`bandit-grid/<preset>/eta<factor>-task<k>/rows.json`.
 """
     (dest / "README.md").write_text(text)
     return dest / "README.md"

@@ -109,6 +109,20 @@ def band_text(row: dict, key: str) -> str:
     return f"{v:.3f} ± {half}"
 
 
+def p_text(p) -> str:
+    """A p-value as a table shows it: "< 0.001", "0.032", or "n/a" (not tested)."""
+    return "n/a" if p is None or _is_nan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def diff_text(row: dict, name: str) -> str:
+    """The paired difference ``diff_<name>`` with its 95% interval: "+0.021 [+0.004, +0.038]"; "" without one."""
+    if f"diff_{name}" not in row:
+        return ""
+    lo, hi = row.get(f"diff_{name}_lo"), row.get(f"diff_{name}_hi")
+    span = "" if lo is None or _is_nan(lo) else f" [{lo:+.3f}, {hi:+.3f}]"
+    return f"{row[f'diff_{name}']:+.3f}{span}"
+
+
 def cell(row: dict, key: str) -> str:
     """One value as text: an outcome (:data:`BAND_PREFIXES`) with its band as ``mean ± half-width`` (``± n/a``
     with one seed), a p-value with 3 decimals, other numbers with 3 decimals; ``-`` where nothing applies

@@ -8,8 +8,9 @@ The same design as rung 2's (:mod:`toy_rl.arithmetic.comparison`, docs/protocol.
 :func:`toy_rl.experiments.controls.control_rules` in one staleness cell, then the fixed rule at BAPO's realised
 mean bounds; seed k of every rule starts from the same model (and the task's cached LoRA warm start) and draws the
 same first rollout, so the tests pair runs by seed. Endpoints, declared before running: ``auc_accuracy``
-(primary: held-out accuracy averaged over training) and ``final_accuracy``; every rule tested against BAPO,
-Holm across the table; claims 5 and 6 judged with :func:`~toy_rl.arithmetic.comparison.comparison_checks`.
+(primary: held-out accuracy averaged over training) and ``final_accuracy`` (reported); claims 5 and 6 judged on
+the primary one with :func:`~toy_rl.arithmetic.comparison.comparison_checks`, whose Holm family gives the
+table's p_holm too.
 
 Runs go through the one runner (``<out>/<model>-<task>/<scenario>/<rule>/seed<k>``, resumable), so the
 comparison is made on a GPU (`toy-rl lora --task search-warm --controls --staleness 2 --seeds 10 --device cuda`)
@@ -23,7 +24,7 @@ from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.layout import scenario_of
 from ..experiments.pilot import summarise_records
 from ..experiments.runner import finished
-from ..arithmetic.comparison import REFERENCE, realised_bounds, seeds_needed, table_rows
+from ..arithmetic.comparison import REFERENCE, realised_bounds, seeds_needed, table_rows, with_verdicts_p
 from ..arithmetic.pilot import search_outcome
 
 
@@ -35,7 +36,7 @@ def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
 def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict | None = None, **settings) -> dict:
     """The rung-3 comparison (module docstring). ``settings``: what :func:`toy_rl.experiments.make_spec` takes
     (steps, mode, out, model, preset, device, smoke, progress, ...). Returns {"task", "seeds", "steps",
-    "scenario", "rows" (Holm-adjusted, BAPO the reference), "gate" (BAPO's regime), "search", "mean_bounds",
+    "scenario", "rows" (BAPO the reference; p_holm from the verdicts' family), "gate" (BAPO's regime), "search", "mean_bounds",
     "seeds_for_3_points", "runs"}, as :func:`toy_rl.arithmetic.comparison.compare` does."""
     seeds = list(seeds)
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
@@ -57,4 +58,4 @@ def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict
                           search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
     rows = table_rows(runs, rules)
     result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
-    return result
+    return with_verdicts_p(result)

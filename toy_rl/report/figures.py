@@ -104,7 +104,7 @@ def _bandit_rules(smoke: bool, runs: Path, progress: bool, model=None):
     regime = pooled_regime(rows)
     return fig, dict(
         what=("Rung 1's default comparison: BAPO minus each rule and control on the expected reward averaged over "
-              "training, per cell, paired 95% interval by seed (filled: p_holm < 0.05, Holm over the whole table). "
+              "training, per cell, paired 95% interval by seed (filled: p_holm < 0.05, Holm over the rung's claims). "
               + (_sentence(regime.describe()) + ". " if regime else "")
               + "Mean reward at staleness 4: " + "; ".join(
                   f"{'epoch reuse' if m == 'reuse' else m} — " + ", ".join(

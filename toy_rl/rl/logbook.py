@@ -141,8 +141,12 @@ def check_run(folder) -> None:
     """The gate in front of ``results/`` (``toy-rl course collect``): a run folder is kept only if its
     ``config.json`` is a strict-JSON object with an integer ``steps``, its ``metrics.jsonl`` is that run's whole
     log (:func:`check_finished_log`) and its ``batches.pt``, where there is one, loads as tensors
-    (``torch.load(weights_only=True)``). ValueError naming the file (and line) otherwise. Reads only."""
+    (``torch.load(weights_only=True)``); a folder holding a comparison's table instead (``rows.json``, rung 1's
+    grid cells) only if :func:`check_table` passes. ValueError naming the file (and line) otherwise. Reads only."""
     folder = Path(folder)
+    if (folder / TABLE).is_file() and not (folder / "metrics.jsonl").is_file():
+        check_table(folder / TABLE)
+        return
     config = folder / "config.json"
     try:
         saved = json.loads(config.read_text(), parse_constant=_no_constant)
@@ -161,6 +165,36 @@ def check_run(folder) -> None:
         except ValueError as err:
             raise ValueError(f"{folder / 'batches.pt'} does not load as tensors ({err})") from None
         check_stored_batches(stored, folder / "batches.pt")
+
+
+TABLE = "rows.json"
+
+
+def check_table(path) -> dict:
+    """A comparison's saved table (rung 1's grid cells, :mod:`toy_rl.bandit.grid`): strict JSON (no NaN), an object
+    with ``settings`` and ``rows``; every row names its ``rule`` and holds ``per_seed`` endpoint values (finite
+    numbers, one per seed of ``seed_ids``): the numbers the verdicts are recomputed from. ValueError naming the
+    file and the row otherwise."""
+    path = Path(path)
+    try:
+        saved = json.loads(path.read_text(), parse_constant=_no_constant)
+    except ValueError as err:
+        raise ValueError(f"{path} is not strict JSON ({err})") from None
+    if not (isinstance(saved, dict) and isinstance(saved.get("settings"), dict) and isinstance(saved.get("rows"), list)):
+        raise ValueError(f"{path} is not a comparison's table (an object with 'settings' and 'rows')")
+    for i, row in enumerate(saved["rows"]):
+        seeds = row.get("seed_ids") if isinstance(row, dict) else None
+        per = row.get("per_seed") if isinstance(row, dict) else None
+        if not (isinstance(row, dict) and isinstance(row.get("rule"), str) and isinstance(seeds, list)
+                and isinstance(per, dict)):
+            raise ValueError(f"{path}, row {i + 1}: no rule, seed_ids and per_seed")
+        for name, values in per.items():
+            if not (isinstance(values, list) and len(values) == len(seeds)
+                    and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                            for v in values)):
+                raise ValueError(f"{path}, row {i + 1} ({row['rule']}): per_seed {name!r} must hold one finite "
+                                 f"number per seed ({len(seeds)})")
+    return saved
 
 
 BATCH_TENSORS = ("logp", "old_logp", "advantages", "mask")

@@ -11,13 +11,13 @@ What they draw is computed in the library: :mod:`toy_rl.bandit.measures` (number
 short runs), :mod:`toy_rl.bandit.verdicts` (the paper's claims).
 """
 from .balance import ablation_figure, readings_figure, rho_bound_figure
-from .comparison import comparison_view
+from .comparison import comparison_view, grid_view
 from .entropy_rule import (QUADRANT_COLOURS, QUADRANT_LABELS, entropy_rule_scatter, error_vs_eta, explain_callback,
                            explain_view, quadrant_bars)
 from .training import (RULE_PANELS, STALENESS_COLOURS, STALENESS_PANELS, entropy_vs_reward, quick_callback,
                        quick_compare, rule_bands, staleness_curves)
 
-__all__ = ["ablation_figure", "comparison_view", "readings_figure", "rho_bound_figure", "QUADRANT_COLOURS", "QUADRANT_LABELS",
+__all__ = ["ablation_figure", "comparison_view", "grid_view", "readings_figure", "rho_bound_figure", "QUADRANT_COLOURS", "QUADRANT_LABELS",
            "entropy_rule_scatter", "error_vs_eta", "explain_callback", "explain_view", "quadrant_bars",
            "RULE_PANELS", "STALENESS_COLOURS", "STALENESS_PANELS", "entropy_vs_reward", "quick_callback",
            "quick_compare", "rule_bands", "staleness_curves"]
