@@ -194,7 +194,8 @@ def comparison_checks(rows: list, endpoints=(PRIMARY,)) -> list:
     detail = "per cell: " + ", ".join(f"{cell_name(r)} {r['regime']} (bounds moved in {r['bapo_moved_frac']:.0%})"
                                       for r in rows if r["rule"] == "bapo")
     spread = {cell_name(r): r["c_high_sd"] for r in rows if r["rule"] == "bapo" and "c_high_sd" in r}
-    return judge(control_claims(cells, endpoints, pooled_regime(rows), detail, c_high_sd=spread or None))
+    return judge(control_claims(cells, endpoints, pooled_regime(rows), detail, scale=100, unit=" points",
+                                c_high_sd=spread or None))
 
 
 def comparison_verdicts(rows: list, endpoints=(PRIMARY,)) -> list[str]:
