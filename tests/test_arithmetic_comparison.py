@@ -228,3 +228,21 @@ def test_command_passes_steps_only_when_given(monkeypatch, capsys):
         with pytest.raises(SystemExit):
             main(argv)
         assert seen.pop() == steps
+
+
+def test_command_runs_another_step_size_as_its_own_preset_and_refuses_what_the_preset_fixes(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """Issue 24: --compare silently dropped flags. --lr runs the comparison as <preset>-lr<value> in its own folder,
+    --rule runs the named rules; flags the preset fixes are refused by name."""
+    from toy_rl.cli import main
+    monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+    assert main(["arithmetic", "--compare", "--smoke", "--seeds", "2", "--lr", "0.002", "--rule", "symmetric", "bapo",
+                 "--out", str(tmp_path), "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["preset"] == "long-failures-smoke-lr0.002"
+    assert {r["rule"] for r in out["rows"]} == {"symmetric", "bapo", MEAN_BOUNDS}
+    config = json.loads(next((tmp_path / "compare" / "long-failures-smoke-lr0.002").rglob("config.json")).read_text())
+    assert config["lr"] == 0.002
+    for flags in (["--task", "add"], ["--staleness", "2"], ["--mode", "lag"], ["--prompts", "4"]):
+        assert main(["arithmetic", "--compare", "--smoke", "--out", str(tmp_path), *flags]) == 2
+        assert f"{flags[0]} does not apply to --compare" in capsys.readouterr().err

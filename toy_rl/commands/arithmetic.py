@@ -17,11 +17,11 @@ RESUMES = True
 
 
 def add_arguments(p):
-    p.add_argument("--task", default="add", help=f"one of {', '.join(TASKS)} (default %(default)s)")
+    p.add_argument("--task", default=None, help=f"one of {', '.join(TASKS)} (default add)")
     p.add_argument("--staleness", type=nonnegative_int, nargs="+", default=None, metavar="K",
                    help="K values (0 = on-policy); default 0, or none when --partial is given alone")
-    p.add_argument("--mode", default="reuse", choices=("reuse", "epochs", "lag"),
-                   help="reuse: one rollout split into K+1 disjoint mini-batches, one per update; epochs: one batch used for K+1 updates (PPO epochs); lag: sampled by the policy K updates behind (default %(default)s)")
+    p.add_argument("--mode", default=None, choices=("reuse", "epochs", "lag"),
+                   help="reuse: one rollout split into K+1 disjoint mini-batches, one per update; epochs: one batch used for K+1 updates (PPO epochs); lag: sampled by the policy K updates behind (default reuse)")
     p.add_argument("--partial", type=positive_int, default=None, metavar="BUDGET",
                    help="run partial rollout with this many tokens per answer per step (besides --staleness "
                         "when that is given too)")
@@ -35,7 +35,9 @@ def add_arguments(p):
                         "2 on a free 2-core machine)")
     common = CommonFlags(p)
     common.sized("--prompts", DEFAULTS["prompts"], SMOKE["prompts"], "prompts per update", group=p, metavar="N")
-    p.add_argument("--lr", type=positive_float, default=DEFAULTS["lr"], help="step size (default %(default)s)")
+    p.add_argument("--lr", type=positive_float, default=None,
+                   help=f"step size (default {DEFAULTS['lr']}; with --compare: the preset's, and a given one runs the "
+                        "comparison as its own preset, <preset>-lr<value>, in its own folder)")
     p.add_argument("--entropy-check", action="store_true",
                    help="instead of training: check ΔH ≈ −Cov(log π, Δz) for one update of the warm-started model")
     common.rule()
@@ -57,15 +59,28 @@ def compare(args) -> int:
     """``--compare``: toy_rl.arithmetic.comparison.compare on a preset, printed as its table (or JSON)."""
     import time
 
-    from ..arithmetic.comparison import compare, comparison_verdicts, format_rows, gate_line
+    import dataclasses
+
+    from ..arithmetic.comparison import compare, comparison_verdicts, format_rows, gate_line, preset_rules
     from ..arithmetic.presets import get_preset, smoke_preset
+    refused = {"--task": args.task is not None, "--mode": args.mode is not None, "--partial": args.partial is not None,
+               "--staleness": args.staleness is not None, "--prompts": "prompts" in args._given,
+               "--group-size": "group_size" in args._given, "--entropy-check": args.entropy_check}
+    for flag, given in refused.items():
+        if given:
+            raise ValueError(f"{flag} does not apply to --compare: the preset fixes it (toy_rl.arithmetic.presets)")
     preset = get_preset(args.compare)                     # an unknown name is one line, before any work
     if args.smoke:
         preset = smoke_preset(preset)
+    if args.lr is not None:                               # its own preset: runs at another step size never mix
+        preset = dataclasses.replace(preset, name=f"{preset.name}-lr{args.lr:g}", rl={**preset.rl, "lr": args.lr})
+    rules = None
+    if not args._all_rules:                               # the named rules (and BAPO's mean bounds, if BAPO is one)
+        rules = {label: rule for label, rule in preset_rules(preset).items() if label in args.rule}
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     t0 = time.perf_counter()
     steps = args.steps if "steps" in args._given else None         # default: the preset's number of updates
-    result = compare(preset, seeds=seeds, steps=steps, out=args.out / "compare", workers=args.workers,
+    result = compare(preset, seeds=seeds, steps=steps, rules=rules, out=args.out / "compare", workers=args.workers,
                      device=args.device, progress=show_progress(args) and args.workers == 1)
     result["verdicts"] = comparison_verdicts(result)
     result.pop("runs")
@@ -79,9 +94,9 @@ def compare(args) -> int:
     print(gate_line(result))
     print(format_rows(result["rows"]))
     need = result["seeds_for_3_points"]
-    print("\n± is half the 95% t-interval over seeds; Δ: BAPO minus the row's rule, paired by seed, p Holm-adjusted "
-          "over the table (both endpoints, every rule); auc: greedy held-out accuracy averaged over training (the "
-          "primary endpoint); clip: share of tokens clipped below/above."
+    print("\n± is half the 95% t-interval over seeds; BAPO − rule: on the primary endpoint (auc: greedy held-out "
+          "accuracy averaged over training), paired by seed, with the p_holm of the verdicts' family (n/a: a control "
+          "no claim tests); clip: share of tokens clipped below/above."
           + (f" Seeds a paired test needs to see 3 points of auc at this scatter (80% power): {need}." if need else ""))
     print(f"Runs: {args.out / 'compare' / preset.name}/<scenario>/<rule>/seed<k>/metrics.jsonl\n")
     for line in result["verdicts"]:
@@ -93,6 +108,8 @@ def run(args) -> int:
     if args.compare is not None:
         return compare(args)
     from ..arithmetic.tasks import get_task
+    args.task, args.mode = args.task or "add", args.mode or "reuse"
+    args.lr = DEFAULTS["lr"] if args.lr is None else args.lr
     get_task(args.task)                              # an unknown task fails before any work
     if args.staleness is None:                       # --partial alone runs only the partial-rollout scenario
         args.staleness = [] if args.partial is not None else [0]
