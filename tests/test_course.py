@@ -286,3 +286,16 @@ def test_collect_only_some_experiments_leaves_the_others(tmp_path):
     assert len(written) == 1 and (dest / "kept" / "x" / "config.json").exists()
     with pytest.raises(ValueError, match="unknown experiment"):
         collect(tmp_path / "runs", dest, {"exp": "make it"}, only=["nope"])
+
+
+def test_numbers_the_text_states_that_no_output_shows_are_flagged():
+    """Issue 24: notebook 04's copy said the warm start "stops at 50 %" next to a printed 0.328; 06 said "±4.5 points"
+    next to "± 0.049". The check lists such numbers (math, code and section numbers are not numbers to check)."""
+    from toy_rl.course.outputs import unbacked_numbers
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("The warm start stops at 50 % and BAPO reaches 0.452 (§3.1, $x = 0.25$, `0.75`)."),
+        nbformat.v4.new_code_cell("print(acc)", outputs=[nbformat.v4.new_output("stream", name="stdout",
+                                                                                text="accuracy 0.328 share 0.452\n")]),
+        nbformat.v4.new_markdown_cell("It held in 32.8 % of runs, ρ 0.33 of the loss."),
+    ])
+    assert unbacked_numbers(nb) == ["markdown cell 1: 50", "markdown cell 2: 0.33"]

@@ -46,6 +46,16 @@ def run(args) -> int:
     say = None if args.json else (lambda name, diffs: print(
         f"{'ok' if not diffs else 'STALE':<6}{name}" + "".join(f"\n      {d}" for d in diffs)))
     found = check(args.notebooks, on_done=say)
+    if not args.json:                 # the text against the outputs beside it (notes: they do not fail the check)
+        import nbformat
+
+        from ..course.outputs import unbacked_numbers
+        for path in notebooks(args.notebooks):
+            copy = COURSE / path.name
+            numbers = unbacked_numbers(nbformat.read(copy, as_version=4)) if copy.is_file() else []
+            if numbers:
+                print(f"note  {path.name}: numbers in the text that no output shows (check them): "
+                      + ", ".join(numbers))
     if args.json:
         print_json(found)
     return 1 if any(found.values()) else 0

@@ -133,3 +133,30 @@ def compare(committed, fresh, tolerance: float = IMAGE_TOLERANCE) -> list[str]:
             elif u != v:
                 found.append(f"{where}: {kind} differs, {_first_difference(u, v)}")
     return found
+
+
+# --- numbers the text states that no output shows ------------------------------------------------------------
+
+_NUMBER = re.compile(r"(?<![\w.§])(\d+\.\d{2,}|\d+(?:\.\d+)?(?=\s?%))")     # 0.328, 12.5 %, 67%: not "3.1" or 2026
+_SKIP = re.compile(r"\$[^$]*\$|`[^`]*`|\[[^\]]*\]\([^)]*\)|arXiv[^\s]*|\d{4}\.\d{4,5}")   # math, code, links, arXiv
+
+
+def unbacked_numbers(nb) -> list[str]:
+    """Numbers a markdown cell of the executed notebook ``nb`` states (decimals with two or more places, and
+    percentages) that none of its outputs shows, as "markdown cell N: 0.452": where the text may contradict the
+    outputs beside it (e.g. "stops at 50 %" next to a printed 0.328). Math, code spans, links and arXiv ids are
+    skipped; a number is found if it appears in any output, in any form ("0.452" or "45.2 %" for 0.452)."""
+    shown = " ".join(content for c in nb.cells if c.cell_type == "code" for kind, content in _items(c)
+                     if kind != "image/png")
+    found = []
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "markdown"):
+        for number in _NUMBER.findall(_SKIP.sub(" ", cell.source)):
+            value = float(number)
+            forms = {number}
+            if number.startswith("0."):                       # a share may print as a percentage ...
+                forms |= {f"{100 * value:.{d}f}{sp}%" for d in (0, 1) for sp in ("", " ")}
+            else:                                             # ... and a percentage as a share
+                forms |= {f"{value / 100:.{d}f}" for d in (2, 3)}
+            if not any(form in shown for form in forms):
+                found.append(f"markdown cell {i + 1}: {number}")
+    return found
