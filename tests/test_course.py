@@ -299,3 +299,14 @@ def test_numbers_the_text_states_that_no_output_shows_are_flagged():
         nbformat.v4.new_markdown_cell("It held in 32.8 % of runs, ρ 0.33 of the loss."),
     ])
     assert unbacked_numbers(nb) == ["markdown cell 1: 50", "markdown cell 2: 0.33"]
+
+
+def test_no_reading_copy_prints_a_line_over_400_characters():
+    """Issue 24: verdicts printed as one line each of 300-4,165 characters (verdict walls); now cards."""
+    for path in COPIES:
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+            for out in cell.outputs:
+                text = out.get("text", "") if out.output_type == "stream" else out.get("data", {}).get("text/plain", "")
+                too_long = [line[:80] for line in str(text).splitlines() if len(line) > 400]
+                assert not too_long, f"{path.name}, code cell {i + 1}: {too_long}"
