@@ -14,7 +14,7 @@ import math
 import warnings
 from pathlib import Path
 
-from .run_folder import write_text
+from .run_folder import load_state, write_text
 
 
 def _clean(value):
@@ -159,7 +159,6 @@ def check_run(folder) -> None:
         raise ValueError(f"{config}: 'steps' must be a whole number of updates; got {steps!r}")
     check_finished_log(folder / "metrics.jsonl", steps)
     if (folder / "batches.pt").is_file():
-        from .run_folder import load_state
         try:
             stored = load_state(folder / "batches.pt")
         except ValueError as err:
