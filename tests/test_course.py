@@ -214,7 +214,7 @@ def test_committed_logs_are_data_only_and_small():
             assert isinstance(json.loads(p.read_text()), dict)
         elif p.name == "batches.pt":
             torch.load(p, weights_only=True)       # tensors only: nothing in results/ runs code when loaded
-    assert size(RESULTS) < 25e6
+    assert size(RESULTS) < 30e6          # a budget: each comparison adds ~4 MB of metrics.jsonl (~1 MB in git)
 
 
 def test_every_notebook_has_an_executed_copy_and_they_are_light():

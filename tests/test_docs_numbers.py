@@ -126,3 +126,23 @@ def test_the_rung2_table_follows_from_the_committed_runs():
         assert float(cells[3].replace("−", "-")) == round(100 * r["diff_auc_accuracy"], 1)
         p = r["p_holm_auc_accuracy"]
         assert cells[4] == ("n/a" if np.isnan(p) else f"{p:.2g}"), (label, cells[4], p)
+
+
+def test_the_rung2_half_step_numbers_follow_from_the_committed_runs():
+    """README "What rung 2 finds", at half the step size: accuracies, BAPO − clip-higher and its p_holm, recomputed
+    from results/compare/long-failures-lr0.00025."""
+    from toy_rl.arithmetic.comparison import comparison_checks, per_seed
+    from toy_rl.experiments.controls import MEAN_BOUNDS
+    from toy_rl.experiments.runner import load
+    names = {"symmetric": "symmetric", "clip-higher": "clip-higher", "bapo": "bapo"}
+    runs = {names.get(rule, MEAN_BOUNDS): recs
+            for (_, rule), recs in load(ROOT / "results" / "compare" / "long-failures-lr0.00025").items()}
+    auc = {label: np.mean([s["auc_accuracy"] for s in per_seed(r).values()]) for label, r in runs.items()}
+    text = " ".join((ROOT / "README.md").read_text().split())
+    quoted = (f"BAPO {auc['bapo']:.3f}, symmetric {auc['symmetric']:.3f}, clip-higher {auc['clip-higher']:.3f}, "
+              f"BAPO's mean bounds held fixed {auc[MEAN_BOUNDS]:.3f}")
+    assert quoted in text
+    checks = {v.claim: v for v in comparison_checks({"runs": runs})}
+    test = next(t for t in checks[5].tests if t.key[3] == "clip-higher")
+    assert f"by {abs(test.diff) * 100:.2f} points (p_holm = {test.p_holm:.2g}" in text
+    assert test.outcome() == "negligible" and checks[5].status == checks[6].status == "inconclusive"

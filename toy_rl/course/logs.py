@@ -22,7 +22,8 @@ COURSE = ROOT / "docs" / "course"    # committed: the executed notebooks
 
 KEPT = ("metrics.jsonl", "config.json", "batches.pt", "rows.json")
 
-# The experiments (folders under runs/) the notebooks read in full mode, with the commands that make them.
+# The experiments (folders under runs/) the notebooks read in full mode and the README's findings quote, with the
+# commands that make them.
 LOGGED = {
     "arithmetic-notebook/arithmetic-add": "notebook 04's own sweep (run by the notebook when runs/arithmetic-add is missing)",
     "compare/long-failures": "toy-rl arithmetic --compare long-failures --seeds 10 --workers 2",
@@ -33,6 +34,8 @@ LOGGED = {
                     "--out runs/small-batch"),
     "smollm2-135m-add": "notebook 06's LoRA runs (the notebook runs the missing ones)",
     "bandit-grid/long-failures": "toy-rl bandit --compare long-failures --grid --seeds 20",
+    "compare/long-failures-lr0.00025": ("toy-rl arithmetic --compare long-failures --lr 0.00025 --rule symmetric "
+                                        "clip-higher bapo --seeds 10 --workers 2"),
 }
 
 
