@@ -27,7 +27,8 @@ for every rule: they cannot tell rules apart, so testing them only inflated the 
 difference under 1 point of expected reward counts neither for nor against a claim. Claims 5 and
 6 are tested paired by seed (``toy_rl.stats.paired_test``, difference BAPO − rule) and Holm-adjusted
 as one family (:func:`comparison_checks`); the table prints the same p_holm for the tests it shows,
-and "n/a" for a control no claim uses (its difference and interval are shown, untested). Each cell also carries the pilot gate of its BAPO run (``regime``):
+and "n/a" for a control no claim uses (its difference and interval are shown, untested). Each
+cell also carries the pilot gate of its BAPO run (``regime``):
 in the balanced regime BAPO is the fixed rule [0.6, 1.2] and its rows say nothing about
 adaptive clipping.
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from ..eta import announce, bandit_seconds, quiet
 from ..experiments.controls import control_rules
 from ..rl.run_folder import write_text
+from ..strict_json import dumps, jsonable
 from .comparison import CELLS, PRIMARY, comparison_checks, compare
 from .presets import DEFAULT, get_preset
 
@@ -52,8 +53,8 @@ def run_grid(preset: str = DEFAULT, seeds=range(20), factors=STEP_FACTORS, task_
     for factor in factors:
         for task_seed in task_seeds:
             config = replace(base, lr=base.lr * factor, task_seed=task_seed, steps=steps or base.steps)
-            settings = _plain(dict(preset=preset, factor=factor, task_seed=task_seed, seeds=seeds,
-                                   cells=[list(c) for c in cells], config=config.to_dict()))
+            settings = jsonable(dict(preset=preset, factor=factor, task_seed=task_seed, seeds=seeds,
+                                     cells=[list(c) for c in cells], config=config.to_dict()))
             plan[factor, task_seed] = config, settings
     saved = {key: read_cell(cell_folder(out, preset, *key)) for key in plan}
     todo = [key for key, (_, settings) in plan.items() if not (saved[key] and saved[key]["settings"] == settings)]
@@ -68,21 +69,10 @@ def run_grid(preset: str = DEFAULT, seeds=range(20), factors=STEP_FACTORS, task_
                     print(f"grid cell η × {key[0]:g}, task {key[1]}", flush=True)
                 rows = compare(config, seeds, cells)
                 folder = cell_folder(out, preset, *key)
-                write_text(folder / ROWS, json.dumps(_plain(dict(settings=settings, rows=rows)), allow_nan=False))
-                saved[key] = read_cell(folder)
+                write_text(folder / ROWS, dumps(dict(settings=settings, rows=rows)))
+                saved[key] = read_cell(folder)          # as it is read back later: NaN as None, tuples as lists
             grid[key] = saved[key]["rows"]
     return grid
-
-
-def _plain(x):
-    """``x`` as strict JSON holds it: numpy scalars as numbers, NaN and inf as None (not measured)."""
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if hasattr(x, "item") and getattr(x, "ndim", None) == 0:
-        x = x.item()
-    return None if isinstance(x, float) and not math.isfinite(x) else x
 
 
 def read_cell(folder) -> dict | None:
@@ -100,8 +90,8 @@ def load_grid(root, preset: str = DEFAULT) -> dict:
     """A grid read back from ``root`` (``runs/bandit-grid`` or ``results/bandit-grid``): {(factor, task_seed): rows}."""
     found = {}
     for path in sorted((Path(root) / preset).glob(f"eta*-task*/{ROWS}")):
-        s = read_cell(path.parent)["settings"]
-        found[s["factor"], s["task_seed"]] = read_cell(path.parent)["rows"]
+        cell = read_cell(path.parent)
+        found[cell["settings"]["factor"], cell["settings"]["task_seed"]] = cell["rows"]
     if not found:
         raise FileNotFoundError(f"no grid cells under {Path(root) / preset} (toy-rl bandit --compare {preset} --grid)")
     return found

@@ -87,6 +87,11 @@ def config_of(args, base: BanditConfig) -> BanditConfig:
         raise ValueError(f"{OPTION_OF.get(name, name)}: {err}") from None
 
 
+def steps_of(args) -> int | None:
+    """--steps when given (or under --smoke), else None: the preset's own number of updates."""
+    return args.steps if args.smoke or "steps" in args._given else None
+
+
 def compare_cells(args) -> list:
     """The (mode, staleness) cells: the default four, or those --mode and --staleness pick."""
     from ..bandit.comparison import CELLS
@@ -112,7 +117,7 @@ def compare(args) -> int:
     cells = compare_cells(args)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     t0 = time.perf_counter()
-    steps = args.steps if args.smoke or "steps" in args._given else None
+    steps = steps_of(args)
     rows = compare(config, seeds=seeds, cells=cells, steps=steps, progress=show_progress(args))
     seconds = time.perf_counter() - t0
     setting = {k: v for k, v in replace(config, steps=steps or config.steps).to_dict().items() if k != "staleness"}
@@ -124,8 +129,8 @@ def compare(args) -> int:
     print(f"Bandit comparison on the {args.compare!r} setting" + (f" with {changed}" if changed else "")
           + f" (η = {config.lr:g}, {setting['steps']} updates), seeds {seeds.start}-{seeds.stop - 1}, {seconds:.0f} s")
     print(format_rows(rows))
-    print("\n± is half the 95% t-interval over seeds; Δ: BAPO minus the row's rule, paired by seed, p Holm-adjusted "
-          "over the table; regime: the pilot gate on BAPO's updates (docs/protocol.md)\n")
+    print("\n± is half the 95% t-interval over seeds; BAPO − rule: on the mean reward (the primary endpoint), paired "
+          "by seed, with the p_holm of the verdicts' family (n/a: a control no claim tests)\n")
     for line in comparison_verdicts(rows):
         print(line, "\n")
     return 0
@@ -140,7 +145,7 @@ def grid(args) -> int:
     out = check_out(args.grid, "dir", "--grid")
     config_of(args, get_preset(args.compare))            # a bad value: one line, before any work
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    steps = args.steps if args.smoke or "steps" in args._given else None
+    steps = steps_of(args)
     t0 = time.perf_counter()
     cells = run_grid(args.compare, seeds, out=out, steps=steps, cells=compare_cells(args), progress=show_progress(args))
     if args.json:

@@ -22,12 +22,12 @@ checks that ``--out`` can be written, without creating anything. Under ``--smoke
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 from pathlib import Path
 
+from ..strict_json import dumps
 from . import expand_rules
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -264,26 +264,6 @@ def check_out(path, kind: str = "dir", flag: str = "--out") -> Path:
 def show_progress(args) -> bool:
     """Progress bars only for a person watching: not with --json or --no-progress, not into a pipe or a file."""
     return not getattr(args, "json", False) and not getattr(args, "no_progress", False) and sys.stderr.isatty()
-
-
-def jsonable(x):
-    """``x`` with NaN and inf as None, tuples as lists and paths as strings, so that it is strict JSON."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, Path):
-        return str(x)
-    if hasattr(x, "item") and getattr(x, "ndim", None) == 0:          # numpy / torch scalars
-        return jsonable(x.item())
-    return x
-
-
-def dumps(x, **kw) -> str:
-    """Strict JSON (``allow_nan=False``): NaN and inf become null first (see :func:`jsonable`)."""
-    return json.dumps(jsonable(x), allow_nan=False, **kw)
 
 
 def print_json(x, **kw) -> None:
