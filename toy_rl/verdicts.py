@@ -284,6 +284,25 @@ def family_p_holm(verdicts: list[Verdict]) -> dict:
     return {t.key: t.p_holm for v in verdicts for t in v.tests if t.key is not None}
 
 
+def across(statuses: list[str]) -> str:
+    """One verdict from the verdicts of a robustness grid's cells (docs/protocol.md §7a): **supported** only if
+    every cell supports it, **contradicted** only if every cell contradicts it, **not robust** when some cells are
+    for it and others against it; otherwise the count of cells says how far it holds."""
+    n = len(statuses)
+    words = [s.split(":")[0] for s in statuses]
+    ahead = sum(w in ("supported", "partly supported") for w in words)
+    against = words.count("contradicted")
+    if len(set(words)) == 1:
+        return words[0]
+    if ahead and against:
+        return f"not robust: for it in {ahead} of {n} grid cells, contradicted in {against}"
+    if against:
+        return f"contradicted in {against} of {n} grid cells, inconclusive in the rest"
+    if ahead:
+        return f"partly supported: in {ahead} of {n} grid cells, inconclusive in the rest"
+    return "inconclusive"
+
+
 def verdict_line(v: Verdict) -> str:
     """'claim n (text): STATUS — k for, j against, of m paired tests (Holm across the rung's claims):
     direction. regime. detail' — one line per claim, as notebooks and reports print them."""

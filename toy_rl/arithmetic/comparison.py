@@ -23,6 +23,8 @@ in its own process on one thread.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..eta import Plan, up_front
@@ -186,14 +188,46 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"),
                       scenario=scenario_of(preset_spec(preset, "symmetric", seeds[0], out=out, **overrides)))
         if REFERENCE in runs:
-            lo, hi = realised_bounds(runs[REFERENCE])
-            rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
+            rules[MEAN_BOUNDS] = mean_bounds_rule(*realised_bounds(runs[REFERENCE]))
             runs[MEAN_BOUNDS] = run_all(specs({MEAN_BOUNDS: rules[MEAN_BOUNDS]}), workers)
-            result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
-                          search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
+    return _summarised(result, runs, rules)
+
+
+def _summarised(result: dict, runs: dict, rules: dict) -> dict:
+    """``result`` with the regime of BAPO's runs, the table rows (p_holm from the verdicts' family) and the runs."""
+    if REFERENCE in runs:
+        result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
+                      search=search_outcome(runs[REFERENCE]), mean_bounds=list(realised_bounds(runs[REFERENCE])))
     rows = table_rows(runs, rules)
     result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
     return with_verdicts_p(result)
+
+
+def from_logs(folder) -> dict:
+    """A comparison read back from its logged runs alone (``results/compare/<preset>``: config.json and
+    metrics.jsonl per run; no warm start, nothing trained): the same keys as :func:`compare` but ``steps`` (the
+    runs' own). Rule folders are named by :func:`~toy_rl.rules.rule_label`; the one folder no control rule names
+    is the fixed rule at BAPO's mean bounds."""
+    from ..experiments.runner import load
+    from ..rl.config import rule_label
+    folder = Path(folder)
+    labels = {rule_label(rule): (label, rule) for label, rule in control_rules().items()}
+    logged = load(folder)
+    scenarios = sorted({scenario for scenario, _ in logged})
+    if len(scenarios) != 1:
+        raise ValueError(f"{folder} should hold one comparison (one scenario); it holds {scenarios or 'no runs'}")
+    runs, rules = {}, {}
+    for (_, name), records in logged.items():
+        label, rule = labels.get(name, (MEAN_BOUNDS, None))
+        if label in runs:
+            raise ValueError(f"{folder}: more than one rule folder no control rule names ({name})")
+        runs[label], rules[label] = records, rule
+    if MEAN_BOUNDS in runs and REFERENCE in runs:
+        rules[MEAN_BOUNDS] = mean_bounds_rule(*realised_bounds(runs[REFERENCE]))
+    seeds = sorted({recs[0]["seed"] for seed_runs in runs.values() for recs in seed_runs})
+    order = [REFERENCE, *control_rules(), MEAN_BOUNDS]                   # as compare orders them
+    ordered = dict(sorted(runs.items(), key=lambda kv: order.index(kv[0])))
+    return _summarised(dict(preset=folder.name, seeds=seeds, scenario=scenarios[0]), ordered, rules)
 
 
 def as_cells(result: dict) -> dict:
@@ -308,5 +342,5 @@ def gate_line(result: dict) -> str:
     return line
 
 
-__all__ = ["ENDPOINTS", "PRIMARY", "as_cells", "compare", "format_rows", "gate_line", "preset_rules", "realised_bounds", "run_all",
+__all__ = ["ENDPOINTS", "PRIMARY", "as_cells", "compare", "format_rows", "from_logs", "gate_line", "preset_rules", "realised_bounds", "run_all",
            "seeds_needed", "table_rows"]

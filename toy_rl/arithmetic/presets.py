@@ -133,6 +133,25 @@ def get_preset(name: str = DEFAULT) -> Preset:
     return PRESETS[name]
 
 
+def with_lr(preset: Preset | str, lr: float) -> Preset:
+    """The preset at step size ``lr``, named ``<name>-lr<lr>`` so its runs never mix with the preset's own (the
+    preset itself if ``lr`` is its own)."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    if not (isinstance(lr, (int, float)) and lr > 0):
+        raise ValueError(f"the step size must be a positive number; got {lr!r}")
+    if lr == preset.rl_config().lr:
+        return preset
+    return dataclasses.replace(preset, name=f"{preset.name}-lr{lr:g}", rl={**preset.rl, "lr": lr})
+
+
+def at_step(preset: Preset | str, factor: float) -> Preset:
+    """The preset at ``factor`` × its step size: a cell of the step-size grid (docs/protocol.md §7a)."""
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    if not (isinstance(factor, (int, float)) and factor > 0):
+        raise ValueError(f"the step factor must be a positive number; got {factor!r}")
+    return with_lr(preset, preset.rl_config().lr * factor)
+
+
 SMOKE_RL = dict(prompts=4, group_size=4, eval_size=32, steps=4, eval_every=2, checkpoint_every=2)
 
 

@@ -28,6 +28,7 @@ from ..eta import announce, bandit_seconds, quiet
 from ..experiments.controls import control_rules
 from ..rl.run_folder import write_text
 from ..strict_json import dumps, jsonable
+from ..verdicts import across
 from .comparison import CELLS, PRIMARY, comparison_checks, compare
 from .presets import DEFAULT, get_preset
 
@@ -95,23 +96,6 @@ def load_grid(root, preset: str = DEFAULT) -> dict:
     if not found:
         raise FileNotFoundError(f"no grid cells under {Path(root) / preset} (toy-rl bandit --compare {preset} --grid)")
     return found
-
-
-def across(statuses: list[str]) -> str:
-    """One verdict from the verdicts of the grid cells (module docstring)."""
-    n = len(statuses)
-    words = [s.split(":")[0] for s in statuses]
-    ahead = sum(w in ("supported", "partly supported") for w in words)
-    against = words.count("contradicted")
-    if len(set(words)) == 1:
-        return words[0]
-    if ahead and against:
-        return f"not robust: for it in {ahead} of {n} grid cells, contradicted in {against}"
-    if against:
-        return f"contradicted in {against} of {n} grid cells, inconclusive in the rest"
-    if ahead:
-        return f"partly supported: in {ahead} of {n} grid cells, inconclusive in the rest"
-    return "inconclusive"
 
 
 def grid_verdicts(grid: dict) -> dict:

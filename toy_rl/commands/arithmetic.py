@@ -1,6 +1,7 @@
 """`toy-rl arithmetic`: rung 2, RL on the small arithmetic transformer under staleness and partial rollout."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ..arithmetic import DEFAULTS, entropy_check
@@ -30,6 +31,10 @@ def add_arguments(p):
                         "default long-failures, negatives dominate; balanced is the control): the three rules and the "
                         "controls on the preset's staleness and its number of updates (or --steps), paired by seed, "
                         "Holm-adjusted; use --seeds 10 (or more) for a result, runs under <out>/compare/")
+    p.add_argument("--grid", action="store_true",
+                   help="with --compare: the comparison at the preset's step size x 0.5, 1 and 2 "
+                        "(toy_rl.arithmetic.step_grid: the three rules and BAPO's mean bounds at each, every control at "
+                        "the preset's own), a verdict per step size and one across them; logged runs are read back")
     p.add_argument("--workers", type=positive_int, default=1, metavar="N",
                    help="with --compare: runs at once, each in its own process on --threads threads (default 1; "
                         "2 on a free 2-core machine)")
@@ -57,12 +62,10 @@ def add_arguments(p):
 
 def compare(args) -> int:
     """``--compare``: toy_rl.arithmetic.comparison.compare on a preset, printed as its table (or JSON)."""
-    import time
-
-    import dataclasses
-
-    from ..arithmetic.comparison import compare, comparison_verdicts, format_rows, gate_line, preset_rules
-    from ..arithmetic.presets import get_preset, smoke_preset
+    from ..arithmetic.comparison import compare, comparison_checks, format_rows, gate_line, preset_rules
+    from ..card import verdict_card
+    from ..verdicts import verdict_line
+    from ..arithmetic.presets import get_preset, smoke_preset, with_lr
     refused = {"--task": args.task is not None, "--mode": args.mode is not None, "--partial": args.partial is not None,
                "--staleness": args.staleness is not None, "--prompts": "prompts" in args._given,
                "--group-size": "group_size" in args._given, "--entropy-check": args.entropy_check}
@@ -73,16 +76,20 @@ def compare(args) -> int:
     if args.smoke:
         preset = smoke_preset(preset)
     if args.lr is not None:                               # its own preset: runs at another step size never mix
-        preset = dataclasses.replace(preset, name=f"{preset.name}-lr{args.lr:g}", rl={**preset.rl, "lr": args.lr})
+        preset = with_lr(preset, args.lr)
     rules = None
     if not args._all_rules:                               # the named rules (and BAPO's mean bounds, if BAPO is one)
         rules = {label: rule for label, rule in preset_rules(preset).items() if label in args.rule}
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     t0 = time.perf_counter()
     steps = args.steps if "steps" in args._given else None         # default: the preset's number of updates
-    result = compare(preset, seeds=seeds, steps=steps, rules=rules, out=args.out / "compare", workers=args.workers,
-                     device=args.device, progress=show_progress(args) and args.workers == 1)
-    result["verdicts"] = comparison_verdicts(result)
+    settings = dict(steps=steps, out=args.out / "compare", workers=args.workers, device=args.device,
+                    progress=show_progress(args) and args.workers == 1)
+    if args.grid:
+        return _grid(args, preset, seeds, settings, t0)
+    result = compare(preset, seeds=seeds, rules=rules, **settings)
+    checks = comparison_checks(result)
+    result["verdicts"] = [verdict_line(v) for v in checks]
     result.pop("runs")
     result["seconds"] = time.perf_counter() - t0
     if args.json:
@@ -99,14 +106,31 @@ def compare(args) -> int:
           "no claim tests); clip: share of tokens clipped below/above."
           + (f" Seeds a paired test needs to see 3 points of auc at this scatter (80% power): {need}." if need else ""))
     print(f"Runs: {args.out / 'compare' / preset.name}/<scenario>/<rule>/seed<k>/metrics.jsonl\n")
-    for line in result["verdicts"]:
-        print(line, "\n")
+    print(verdict_card(checks, title="The verdicts (every paired test: --json)"))
+    return 0
+
+
+def _grid(args, preset, seeds, settings, t0) -> int:
+    """``--compare --grid``: the comparison at three step sizes (toy_rl.arithmetic.step_grid)."""
+    from ..arithmetic.step_grid import format_step_grid, run_step_grid, step_grid_verdicts
+    if args.lr is not None or not args._all_rules:
+        raise ValueError("--grid fixes the step sizes and the rules; drop --lr and --rule")
+    grid = run_step_grid(preset, seeds, **settings)
+    if args.json:
+        print_json(dict(cells={f"{f:g}": {k: v for k, v in r.items() if k != "runs"} for f, r in grid.items()},
+                        verdicts=step_grid_verdicts(grid), seconds=time.perf_counter() - t0))
+        return 0
+    print(f"Rung-2 comparison on {preset.name!r} at {len(grid)} step sizes, seeds {seeds.start}-{seeds.stop - 1}, "
+          f"{time.perf_counter() - t0:.0f} s")
+    print(format_step_grid(grid))
     return 0
 
 
 def run(args) -> int:
     if args.compare is not None:
         return compare(args)
+    if args.grid:
+        raise ValueError("--grid applies to --compare only (the comparison at three step sizes)")
     from ..arithmetic.tasks import get_task
     args.task, args.mode = args.task or "add", args.mode or "reuse"
     args.lr = DEFAULTS["lr"] if args.lr is None else args.lr

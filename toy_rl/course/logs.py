@@ -22,7 +22,7 @@ COURSE = ROOT / "docs" / "course"    # committed: the executed notebooks
 
 KEPT = ("metrics.jsonl", "config.json", "batches.pt", "rows.json")
 
-# The experiments (folders under runs/) the notebooks read in full mode and the README's findings quote, with the
+# The experiments (folders under runs/) the notebooks read in full mode and docs/findings.md quotes, with the
 # commands that make them.
 LOGGED = {
     "arithmetic-notebook/arithmetic-add": "notebook 04's own sweep (run by the notebook when runs/arithmetic-add is missing)",
@@ -36,6 +36,8 @@ LOGGED = {
     "bandit-grid/long-failures": "toy-rl bandit --compare long-failures --grid --seeds 20",
     "compare/long-failures-lr0.00025": ("toy-rl arithmetic --compare long-failures --lr 0.00025 --rule symmetric "
                                         "clip-higher bapo --seeds 10 --workers 2"),
+    "compare/long-failures-lr0.001": ("toy-rl arithmetic --compare long-failures --lr 0.001 --rule symmetric "
+                                      "clip-higher bapo --seeds 10 --workers 2"),
 }
 
 

@@ -40,7 +40,7 @@ def bandit_note(cfg: BanditConfig, seeds: int) -> str:
             f"{cfg.steps} updates, η={cfg.lr}, {cfg.pg} PG, staleness by {cfg.mode}; {seeds} seeds")
 
 
-# rung 1's default comparison (toy_rl.bandit.comparison on its default preset): README "What rung 1 finds"
+# rung 1's default comparison (toy_rl.bandit.comparison on its default preset): docs/findings.md, rung 1
 BANDIT_COMPARE = dict(seeds=20, steps=None)             # steps None: the preset's 300 updates
 BANDIT_COMPARE_SMOKE = dict(seeds=3, steps=40)
 
@@ -76,7 +76,7 @@ def bandit_comparison_plan(seeds: int | None = None, steps: int | None = None, s
 
 # --- rung 2 ------------------------------------------------------------------------------------------
 
-RUNG2_SEEDS = 5        # the logged sweeps of figure 05 and of the balanced control (README "What rung 2 finds")
+RUNG2_SEEDS = 5        # the logged sweeps of figure 05 and of the balanced control (docs/findings.md, rung 2)
 RUNG2_SMOKE_SEEDS = 2  # smoke: rung 2's SMOKE settings (toy_rl.arithmetic.run), the tiny warm start
 RL_NOTE_KEYS = ("steps", "prompts", "group_size", "lr", "eval_size")
 
@@ -92,7 +92,7 @@ def runs_root(runs, smoke: bool):
         yield Path(tmp)
 
 
-COMPARE_SEEDS = 10      # rung 2's default comparison (toy_rl.arithmetic.comparison): README "What rung 2 finds"
+COMPARE_SEEDS = 10      # rung 2's default comparison (toy_rl.arithmetic.comparison): docs/findings.md, rung 2
 COMPARE_SMOKE_SEEDS = 2
 
 
