@@ -140,3 +140,77 @@ def test_the_rung2_step_grid_follows_from_the_committed_runs():
     assert "KL 0.13–0.15 per update" in flat and 0.125 <= min(kl) and max(kl) <= 0.15
     moved = [100 * grid[f]["gate"]["search_moved_frac"] for f in sorted(grid)]
     assert f"moved in {moved[0]:.0f} %, {moved[1]:.1f} % and {moved[2]:.0f} %" in flat
+
+
+def test_the_rung1_regime_numbers_follow_from_the_pilot(capsys):
+    """docs/findings.md, rung 1, "The regime first": the pilot's numbers on the balanced control and on
+    long-failures, recomputed by running it (3 s each; rung 1 keeps no logs for it)."""
+    from toy_rl.cli import main
+    flat = " ".join(FINDINGS.read_text().split())
+    pilots = {}
+    for preset in ("balanced", "long-failures"):
+        assert main(["pilot", "--rung", "1", "--preset", preset, "--json"]) == 0
+        pilots[preset] = json.loads(capsys.readouterr().out)
+    b, lf = pilots["balanced"], pilots["long-failures"]
+    pct = lambda x: int(100 * x + 0.5)                   # a share in whole percent, halves rounded up
+    assert b["regime"] == "balanced" and lf["regime"] == "negatives-dominate"
+    assert (f"median {b['rho_before']['q50']:.2f} and is below ρ0 = 0.4 in only {pct(b['rho_below_target_frac'])} %"
+            f" of updates; the bounds move in {pct(b['search_moved_frac'])} % of updates") in flat
+    assert f"(mean c_high {b['c_high_mean']:.2f})" in flat
+    assert (f"below ρ0 in {pct(lf['rho_below_target_frac'])} % of updates, bounds moved in "
+            f"{pct(lf['search_moved_frac'])} % (early {pct(lf['search_moved_frac_early'])} %, late "
+            f"{pct(lf['search_moved_frac_late'])} %), mean c_high {lf['c_high_mean']:.2f}, c_low "
+            f"{lf['c_low_mean']:.2f}") in flat
+
+
+def test_the_entropy_rule_numbers_follow_from_the_command(capsys):
+    """docs/findings.md, rung 1: the Entropy-Clip Rule check, recomputed by running it (about a second)."""
+    from toy_rl.cli import main
+    assert main(["entropy-rule", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    flat = " ".join(FINDINGS.read_text().split())
+    assert f"sign agreement {out['sign_agreement']:.3f}, error slope {out['error_slope']:.3f}" in flat
+    assert f"in sign only {100 * out['forms']['paper_form_on_vanilla_step']['sign_agreement']:.0f} % of the time" in flat
+
+
+def test_the_rung2_regime_follows_from_the_committed_runs():
+    """docs/findings.md, rung 2, "Regime": BAPO's own updates in results/compare/long-failures (λ, ρ before the
+    search, how often the bounds moved, reached ρ0 or ran to the caps) and the symmetric rule's clipping and KL."""
+    from toy_rl.arithmetic.comparison import from_logs
+    result = from_logs(ROOT / "results" / "compare" / "long-failures")
+    g, lam, rho, s = result["gate"], result["gate"]["lambda"], result["gate"]["rho_before"], result["search"]
+    sym = next(r for r in result["rows"] if r["rule"] == "symmetric")
+    flat = " ".join(FINDINGS.read_text().split())
+    quoted = (f"λ median {lam['q50']:.2f} (q10–q90 {lam['q10']:.2f}–{lam['q90']:.2f}), ρ before the search median "
+              f"{rho['q50']:.2f} and below ρ0 in {100 * g['rho_below_target_frac']:.1f} % of updates, bounds moved in "
+              f"{100 * g['search_moved_frac']:.1f} % (first half {100 * g['search_moved_frac_early']:.0f} %, second "
+              f"{100 * g['search_moved_frac_late']:.0f} %). But BAPO reached ρ0 in only {100 * s['rho_reached_frac']:.0f} %")
+    assert quoted in flat
+    assert f"in {100 * s['bounds_at_end_frac']:.0f} % (mean bounds [{g['c_low_mean']:.2f}, {g['c_high_mean']:.2f}])" in flat
+    assert (f"clipped {100 * sym['clip_frac_low']:.1f} % of tokens below and {100 * sym['clip_frac_high']:.1f} % above; "
+            f"KL per update {sym['approx_kl']:.3f}") in flat
+
+
+def test_the_rung2_partial_rollout_numbers_follow_from_the_committed_runs():
+    """docs/findings.md, rung 2, "Under partial rollout": regime, drift, accuracies and the smallest p_holm, from
+    results/compare/long-failures-partial (token ages are notebook 05's output)."""
+    from toy_rl.arithmetic.comparison import comparison_checks, from_logs
+    result = from_logs(ROOT / "results" / "compare" / "long-failures-partial")
+    g, rows = result["gate"], {r["rule"]: r for r in result["rows"]}
+    flat = " ".join(FINDINGS.read_text().split())
+    assert (f"λ median {g['lambda']['q50']:.2f}, ρ before the search below ρ0 and bounds moved in "
+            f"{100 * g['search_moved_frac']:.0f} % of BAPO's {g['updates']:,} updates, mean bounds "
+            f"[{g['c_low_mean']:.2f}, {g['c_high_mean']:.2f}]") in flat
+    assert g["rho_below_target_frac"] == g["search_moved_frac"]
+    sym = rows["symmetric"]
+    assert (f"symmetric clips {100 * sym['clip_frac_low']:.1f} % / {100 * sym['clip_frac_high']:.1f} %, KL "
+            f"{sym['approx_kl']:.4f}") in flat
+    auc = {k: f"{r['auc_accuracy']:.3f}" for k, r in rows.items()}
+    assert (f"({auc['bapo']} against symmetric {auc['symmetric']}, clip-higher {auc['clip-higher']}, its mean bounds "
+            f"fixed {auc['fixed@bapo-mean']})") in flat
+    tested = [r for r in rows.values() if "p_holm_auc_accuracy" in r]
+    best = min(tested, key=lambda r: r["p_holm_auc_accuracy"])
+    assert best["rule"] == "fixed@bapo-mean"
+    assert (f"smallest p_holm {best['p_holm_auc_accuracy']:.2g}, BAPO against its own mean bounds held fixed, "
+            f"{100 * best['diff_auc_accuracy']:+.1f} points") in flat
+    assert {v.status for v in comparison_checks(result)} == {"inconclusive"}
