@@ -94,8 +94,9 @@ def format_step_grid(grid: dict) -> str:
     for factor, result in sorted(grid.items()):
         cells = [_row(result, r) for r in GRID_RULES]
         ch = _row(result, "clip-higher")
-        lines.append(f"{'lr %g (× %g)' % (result['lr'], factor):<20}" + "".join(f"{c[PRIMARY]:>17.3f}" if c else f"{'—':>17}" for c in cells)
-                     + (f"   {100 * ch['diff_' + PRIMARY]:+.2f} points ({ch['p_holm_' + PRIMARY]:.2g})" if ch else ""))
+        accuracies = "".join(f"{c[PRIMARY]:>17.3f}" if c else f"{'—':>17}" for c in cells)
+        gap = f"   {100 * ch['diff_' + PRIMARY]:+.2f} points ({ch['p_holm_' + PRIMARY]:.2g})" if ch else ""
+        lines.append(f"{'lr %g (× %g)' % (result['lr'], factor):<20}" + accuracies + gap)
     for claim, v in step_grid_verdicts(grid).items():
         word = next(w for w in STATUSES if v["across"].startswith(w))
         lines.append(f"claim {claim} ({v['text']}): {word.upper()}{v['across'][len(word):]}")
