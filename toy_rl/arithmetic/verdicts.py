@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from ..stats import mean_ignoring_nan
+from ..experiments.controls import MIN_EFFECT
 from ..verdicts import (BAPO_START, RHO0, Claim, Verdict, judge, paired, reached_text, regime_of,
                        verdict_line)
 from .measures import seed_stats, updates_of
@@ -27,7 +28,7 @@ CLAIMS = {1: "more staleness: reward more volatile, gradient-norm spikes, entrop
           3: "raising c_high keeps entropy up and helps; lowering c_low hurts",
           4: "BAPO keeps ρ near ρ0, entropy steadier, gradient norm smoother",
           5: "BAPO > clip-higher >= symmetric (final accuracy)"}
-POINTS = dict(scale=100, unit=" points")        # accuracies are printed in points
+POINTS = dict(scale=100, unit=" points", min_effect=MIN_EFFECT)   # under 1 point: neither way        # accuracies are printed in points
 
 
 def _pct(x: float) -> str:

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..experiments.controls import MIN_EFFECT
 from ..stats import paired_test, welch_test
 from ..verdicts import (BAPO_START, RHO0, Claim, Verdict, judge, paired, reached_text, reached_when_needed,
                         regime_of, verdict_line)
 from .experiments import per_seed_summary
 from .measures import dominance_flags, dominance_per_seed, entropy_points, roughness, search_moved
 from .simulate import BanditRun
+
+REWARD = dict(min_effect=MIN_EFFECT)     # a significant gap under 1 point of expected reward counts neither way
 
 CLAIMS = {1: "staleness: volatile reward, gradient spikes, faster entropy fall",
           2: "negative tokens dominate count and loss",
@@ -148,7 +151,7 @@ def claim_checks(results: dict, per: dict | None = None) -> list[Verdict]:
 
     c3 = Claim(3, CLAIMS[3], [t for k in stale for t in (
         paired(f"mean reward, staleness {k}", "clip-higher", per[k, "clip-higher"]["mean_reward"], "symmetric",
-               sym(k)["mean_reward"], ">"),
+               sym(k)["mean_reward"], ">", **REWARD),
         paired(f"final entropy, staleness {k}", "clip-higher", per[k, "clip-higher"]["final_entropy"], "symmetric",
                sym(k)["final_entropy"], ">"))],
         "lowering c_low is varied in notebook 03")
@@ -166,9 +169,9 @@ def claim_checks(results: dict, per: dict | None = None) -> list[Verdict]:
     focus = [k for k in (2, 4) if k in stale]
     c5 = Claim(5, CLAIMS[5], [t for k in focus for t in (
         paired(f"mean reward, staleness {k}", B, per[k, "bapo"]["mean_reward"], "clip-higher",
-               per[k, "clip-higher"]["mean_reward"], ">"),
+               per[k, "clip-higher"]["mean_reward"], ">", **REWARD),
         paired(f"mean reward, staleness {k}", "clip-higher", per[k, "clip-higher"]["mean_reward"], "symmetric",
-               sym(k)["mean_reward"], ">="))],
+               sym(k)["mean_reward"], ">=", **REWARD))],
         "clip-higher >= symmetric is a not-worse part: only a significant loss counts (against)",
         regime, None if focus else "the sweep has neither staleness 2 nor 4")
     return judge([c1, c2, c3, c4, c5])
@@ -230,11 +233,11 @@ def ablation_checks(ablations: dict, trained: dict, bapo: str = "BAPO()", base=(
     name = lambda b: f"[{b[0]:g}, {b[1]:g}]"
     c3 = Claim(3, ABLATION[3], [t for k in ks for t in (
         paired(f"mean reward, staleness {k}", name(wider_high), s[k][wider_high]["mean_reward"], name(base),
-               s[k][base]["mean_reward"], ">"),
+               s[k][base]["mean_reward"], ">", **REWARD),
         paired(f"final entropy, staleness {k}", name(wider_high), s[k][wider_high]["final_entropy"], name(base),
                s[k][base]["final_entropy"], ">"),
         paired(f"mean reward, staleness {k}", name(lower_low), s[k][lower_low]["mean_reward"], name(base),
-               s[k][base]["mean_reward"], "<"))])
+               s[k][base]["mean_reward"], "<", **REWARD))])
     runs = [trained[k][bapo] for k in ks]
     regime = bapo_regime(runs)
     B = regime.bapo(bapo)
@@ -248,9 +251,9 @@ def ablation_checks(ablations: dict, trained: dict, bapo: str = "BAPO()", base=(
     gap = {k: paired_test(sb[k]["mean_reward"], s[k][wider_high]["mean_reward"]) for k in ks}
     c5 = Claim(5, ABLATION[5], [t for k in ks for t in (
         paired(f"mean reward, staleness {k}", B, sb[k]["mean_reward"], name(clip_higher),
-               s[k][clip_higher]["mean_reward"], ">"),
+               s[k][clip_higher]["mean_reward"], ">", **REWARD),
         paired(f"mean reward, staleness {k}", name(clip_higher), s[k][clip_higher]["mean_reward"], name(base),
-               s[k][base]["mean_reward"], ">="))],
+               s[k][base]["mean_reward"], ">=", **REWARD))],
         "against a fixed " + name(wider_high) + ", " + "; ".join(
             f"staleness {k}: {bapo} − {name(wider_high)} = {g['diff']:+.4f} [{g['diff_lo']:+.4f}, {g['diff_hi']:+.4f}]"
             for k, g in gap.items()) + " (mean reward, 95% interval of the paired difference)", regime)

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..plotting import RULE_NAMES
+from ..experiments.controls import MIN_EFFECT
 from ..verdicts import (BAPO_START, RHO0, Claim, Verdict, judge, paired, reached_text, regime_of,
                        verdict_line)
 from .measures import (average, bapo_updates, dominance_shares, entropy_drop, group_runs, reached_share, roughness,
@@ -29,7 +30,7 @@ CLAIMS = {1: "staleness → volatile reward, gradient spikes, entropy falls fast
           3: "raising c_high keeps entropy up and helps; lowering c_low hurts (Fig. 7)",
           4: "BAPO keeps ρ near ρ0, entropy steadier, gradient norm smoother (Fig. 8)",
           5: "under staleness BAPO > clip-higher ≥ symmetric (Fig. 11)"}
-POINTS = dict(scale=100, unit=" points")
+POINTS = dict(scale=100, unit=" points", min_effect=MIN_EFFECT)   # under 1 point: neither way
 
 
 def _by_seed(ss: list[dict]) -> dict:
