@@ -170,7 +170,7 @@ def _rule_bounds(rule, ratio, adv, mask, weights):
 
 
 def _stats(ratio, log_ratio, adv, m, lo, hi, b, dual_clip) -> dict:
-    """Diagnostics, one (runs,) tensor each (documented in the README)."""
+    """Diagnostics, one (runs,) tensor each (documented in docs/library.md, "The clipping core")."""
     n = m.sum((1, 2))
     frac = lambda cond: (cond.to(m.dtype) * m).sum((1, 2)) / n
     big = torch.finfo(ratio.dtype).max
