@@ -63,9 +63,9 @@ def add_arguments(p):
 def compare(args) -> int:
     """``--compare``: toy_rl.arithmetic.comparison.compare on a preset, printed as its table (or JSON)."""
     from ..arithmetic.comparison import compare, comparison_checks, format_rows, gate_line, preset_rules
+    from ..arithmetic.presets import get_preset, smoke_preset, with_lr
     from ..card import verdict_card
     from ..verdicts import verdict_line
-    from ..arithmetic.presets import get_preset, smoke_preset, with_lr
     refused = {"--task": args.task is not None, "--mode": args.mode is not None, "--partial": args.partial is not None,
                "--staleness": args.staleness is not None, "--prompts": "prompts" in args._given,
                "--group-size": "group_size" in args._given, "--entropy-check": args.entropy_check}
