@@ -70,7 +70,14 @@ Time (rough; bench/gpu_check.py measures the real thing):
   gradients, the other 2·N of the usual 6·N·tokens, and the adapters' own
   gradients are < 1 % -- and 6·N with gradient checkpointing (the forward runs
   twice). The LM head is not recomputed: 4·V·H per answer token either way.
-* Seconds: training FLOPs / (peak x ``train_efficiency``). A decode step is the
+* Seconds: training FLOPs / (peak x ``train_efficiency``), the peak of the run's dtype (a preset's
+  "auto" is the profile's faster one). The CPU profile's peaks are measured, not a datasheet's:
+  a 2048 x 576 @ 576 x 1536 matmul (SmolLM2-135M's MLP) ran at 0.16 TFLOP/s in float32 and
+  1.06 in bfloat16 on a 2-core Intel Xeon with AMX-BF16, one of the machines rung 3 was developed
+  on (``python bench/bench_bf16.py``, bench/README.md). Its efficiencies were calibrated on float32
+  runs, and whole-model bf16 gains were smaller than the matmul's 6.6x there (forward 3.1x), so a
+  bf16 CPU estimate is optimistic. A 2-core AMD EPYC with AVX512-BF16 and no AMX measured 0.10
+  and 0.21 TFLOP/s, and one rung-3 update there was 1.2x faster in bf16 (bench/bench_lm_update.py). A decode step is the
   slowest of its FLOPs, reading every weight and the KV cache from memory
   (bandwidth x ``bandwidth_efficiency``), and HF's per-step overhead (Python and
   kernel launches, ``hf_step_ms_per_layer`` x L; none for vLLM, which replays CUDA
@@ -125,11 +132,12 @@ HARDWARE = {
         0.35, 0.5, 0.7, 1.0,
         "datasheet: 312 TFLOP/s dense BF16, 2.0 TB/s, 80 GB; efficiencies assumed"),
     "cpu": Hardware(
-        "2-core x86 CPU with AVX512-BF16", None, {"float32": 0.2, "bfloat16": 0.36, "float16": 0.02}, 20.0,
+        "2-core x86 CPU with AVX512-BF16", None, {"float32": 0.16, "bfloat16": 1.06, "float16": 0.02}, 20.0,
         0.7, 0.15, 0.5, 2.0,
-        "calibrated to rung 3's measurements on the 2-core machine it was developed on (docs/smollm2.md: "
-        "one update over 64 sequences ~2.9 s in float32, a rollout of 8 x 8 answers of <= 8 tokens ~5 s); "
-        "other CPUs differ a lot"),
+        "peaks measured on a 2-core Intel Xeon with AMX-BF16 (bench/bench_bf16.py: a matmul of SmolLM2's MLP "
+        "shape, 0.16 TFLOP/s float32, 1.06 bfloat16); efficiencies calibrated to rung 3's float32 "
+        "runs there (docs/smollm2.md: one update over 64 sequences ~2.9 s, a rollout of 8 x 8 answers of <= 8 "
+        "tokens ~5 s); other CPUs differ a lot"),
 }
 
 
@@ -335,6 +343,9 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
         model_config = preset.shape
     s = shape_of(model_config)
     hw = _hardware(hardware or preset.hardware)
+    if preset.dtype == "auto":                               # the profile's faster dtype
+        fast = hw.peak_tflops.get("bfloat16", 0) > hw.peak_tflops["float32"]
+        preset = preset.replace(dtype="bfloat16" if fast else "float32")
     a = _bytes(preset.dtype)
     G = preset.group_size
     rows = preset.prompts * G

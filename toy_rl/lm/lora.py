@@ -92,6 +92,17 @@ def add_lora(model, rank: int = 16, alpha: float = 32, dropout: float = 0.0, tar
     return peft_model
 
 
+def cast_base(model, dtype) -> None:
+    """Cast the frozen (base) weights to ``dtype``; the trainable ones (the adapters) are kept in float32,
+    where AdamW's small steps do not round away. Buffers (rotary frequencies) keep their dtype."""
+    for p in model.parameters():
+        if not p.dtype.is_floating_point:
+            continue
+        want = torch.float32 if p.requires_grad else dtype
+        if p.dtype != want:
+            p.data = p.data.to(want)
+
+
 def count_trainable(model) -> int:
     """Number of parameters the optimizer will update."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

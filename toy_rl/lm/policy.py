@@ -15,6 +15,14 @@ Two things the loss depends on, and how they are kept right here:
   and ``score(..., temperature)`` divides by the same temperature. Sampling runs
   in eval mode; keep LoRA dropout at 0 (see :func:`toy_rl.lm.lora.add_lora`) so the
   training forward is the same function. In float32 the two agree to ~1e-5.
+* **bfloat16: the scorer's log-probs are the behaviour log-probs.** In bf16 the sampler's
+  one-token-at-a-time forward and the training forward round differently (SmolLM2: about
+  0.02 nats per token), so with ``rescore`` on (the default when the base weights are not
+  float32) ``sample`` scores its answers again exactly as the update will (the batch laid out
+  as :func:`toy_rl.rl.rollout.make_batch` does, train mode) and returns those log-probs:
+  on-policy the ratio is exactly 1. The mean gap it replaced is read by :meth:`HFPolicy.pop_logp_gap`.
+  Base weights and activations are bf16; the adapters, AdamW's state, the log-softmax, the
+  log-probs, the ratios and the loss stay float32 (``score`` upcasts the logits).
 
 Sampling is a hand-written KV-cache loop rather than ``model.generate``: it takes
 a ``torch.Generator`` (generate does not), and is pure temperature sampling
@@ -32,6 +40,8 @@ import torch.nn.functional as F
 from ..arithmetic.model.gpt import distinct_rows
 from ..arithmetic.model.tokenizer import left_pad
 from ..arithmetic.model.sampling import next_token
+from .load import _dtype, resolve_dtype
+from .lora import cast_base
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")
@@ -90,10 +100,16 @@ class HFPolicy:
         for every answer to it (a GRPO group of G answers shares one prompt): about twice as
         fast on CPU for short answers, same numbers up to float rounding. ``sample`` always
         shares the prompt's forward.
+    rescore, rescore_rows:
+        whether ``sample`` (at temperature > 0) returns the log-probs of ``score`` instead of its
+        own (see the module docstring); None: when the base weights are not float32. The rescoring
+        forward takes ``rescore_rows`` answers at a time (set it to the update's micro-batch; None:
+        all at once, as the update without micro-batches scores).
     """
 
     def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
-                 system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True):
+                 system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True,
+                 rescore: bool | None = None, rescore_rows: int | None = None):
         if prompt_format not in FORMATS:
             raise ValueError(f"prompt_format must be one of {FORMATS}; got {prompt_format!r}")
         if max_batch < 1:
@@ -111,6 +127,44 @@ class HFPolicy:
         self.pad_id = int(pad if pad is not None else self.stop_ids[0])
         self._cache_kw, self._keep_kw = _forward_kwargs(model)
         self._adds_bos = self._tokenizer_adds_bos(tokenizer)
+        self.rescore = self.dtype != torch.float32 if rescore is None else bool(rescore)
+        self.rescore_rows = rescore_rows
+        self._gap, self._head_hook = [0.0, 0], None
+        self._contiguous_head()
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The base model's compute dtype (its frozen weights'; the adapters are float32)."""
+        params = [p for p in self.model.parameters() if p.dtype.is_floating_point]
+        return next((p for p in params if not p.requires_grad), params[0]).dtype
+
+    def set_dtype(self, dtype) -> "HFPolicy":
+        """Compute in ``dtype`` ("float32", "bfloat16", "auto", ...): the base weights are cast, the adapters stay
+        float32, and outside float32 ``sample`` rescores its answers (``rescore``)."""
+        dt = _dtype(resolve_dtype(dtype, self.device))
+        cast_base(self.model, dt)
+        self.rescore = dt != torch.float32
+        self._contiguous_head()
+        return self
+
+    def _contiguous_head(self) -> None:
+        """Outside float32, give the LM head a contiguous input. HF slices the last positions for
+        ``logits_to_keep``; torch's CPU bf16 linear on that strided 3-D slice expands the weight per row
+        (SmolLM2's head: 9.6 s instead of 0.15 s for 64 x 8 tokens). float32 is left as it was (its slow
+        path is ~4x, and the copy would change its results by ~3e-6)."""
+        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+        want = head is not None and self.dtype != torch.float32
+        if want and self._head_hook is None:
+            self._head_hook = head.register_forward_pre_hook(lambda mod, args: (args[0].contiguous(), *args[1:]))
+        elif not want and self._head_hook is not None:
+            self._head_hook.remove()
+            self._head_hook = None
+
+    def pop_logp_gap(self) -> float | None:
+        """Mean |sampler log-prob - scorer log-prob| over the tokens rescored since the last call; None if none."""
+        total, n = self._gap
+        self._gap = [0.0, 0]
+        return total / n if n else None
 
     # ---------------------------------------------------------------------------- text <-> ids
     @staticmethod
@@ -205,6 +259,8 @@ class HFPolicy:
             out = []
             for i in range(0, len(prompts), self.max_batch):
                 out += self._sample_batch(prompts[i:i + self.max_batch], max_new_tokens, temperature, generator)
+            if self.rescore and temperature > 0:
+                out = self._rescore(prompts, out, temperature)
             return out
         finally:
             self.model.train(was_training)
@@ -242,6 +298,31 @@ class HFPolicy:
 
         tokens, logps, lengths, finished = tokens.tolist(), logps.tolist(), lengths.tolist(), finished.tolist()
         return [(tokens[i][:n], logps[i][:n], done) for i, (n, done) in enumerate(zip(lengths, finished))]
+
+    def _rescore(self, prompts, outs, temperature):
+        """``outs`` with every log-prob from ``score``, computed as the update will: prompts left-padded and
+        answers right-padded as in :func:`toy_rl.rl.rollout.make_batch`, train mode, ``rescore_rows`` rows at
+        a time. Adds the gap to the sampler's log-probs to what :meth:`pop_logp_gap` reports."""
+        P, N = max(len(p) for p in prompts), max(max(len(t) for t, _, _ in outs), 1)
+        ids, mask, pad = [], [], self.pad_id
+        for p, (t, _, _) in zip(prompts, outs):
+            ids.append([pad] * (P - len(p)) + p + t + [pad] * (N - len(t)))
+            mask.append([0] * (P - len(p)) + [1] * (len(p) + len(t)) + [0] * (N - len(t)))
+        ids, mask = torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
+        rows, was_training = self.rescore_rows or len(ids), self.model.training
+        self.model.train()
+        try:
+            logp = torch.cat([self.score(ids[i:i + rows], mask[i:i + rows], P, temperature)[0]
+                              for i in range(0, len(ids), rows)]).tolist()
+        finally:
+            self.model.train(was_training)
+        new = []
+        for (toks, old, done), row in zip(outs, logp):
+            row = row[:len(toks)]
+            self._gap[0] += sum(abs(a - b) for a, b in zip(old, row))
+            self._gap[1] += len(toks)
+            new.append((toks, row, done))
+        return new
 
     def score(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int, temperature: float = 1.0):
         """Log-probs of ``input_ids[:, start:]`` (each given everything before it) and the entropy

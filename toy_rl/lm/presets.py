@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from .lora import ATTENTION, MLP
 
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = ("float32", "bfloat16", "float16", "auto")     # "auto": bf16 where fast (toy_rl.lm.load.resolve_dtype)
 ENGINES = ("hf", "vllm")
 
 # Architecture numbers, as plain dicts in Hugging Face config.json terms.
@@ -81,7 +81,8 @@ class Preset:
     shape:
         key of :data:`SHAPES`: the architecture used to estimate and dry-run without weights.
     dtype:
-        the base model's weights and activations. LoRA adapters are always float32 (peft).
+        the base model's weights and activations ("auto": bfloat16 on a CPU or GPU with fast bf16, else
+        float32). LoRA adapters, AdamW's state, log-probs and the loss are always float32.
     lora_rank, lora_alpha, lora_dropout, lora_targets:
         :func:`toy_rl.lm.lora.add_lora`'s arguments. Dropout 0 keeps the ratio exactly 1 on-policy.
     gradient_checkpointing:

@@ -21,6 +21,14 @@ or a zero-argument callable returning a policy (the tests' tiny Llama); its ``pr
 (:mod:`toy_rl.lm.presets`, e.g. "qwen2.5-7b" for rung 4) sets the model, dtype, LoRA, checkpointing and the
 batch shape; without one the model is SmolLM2-135M-Instruct in float32 with LoRA r16 on q, k, v, o.
 
+**dtype.** The ``dtype`` option ("auto", "float32", "bfloat16"; default: the preset's, else float32) sets the
+base model's compute dtype; "auto" is bfloat16 where the CPU (AVX512 with AMX-BF16 or AVX512-BF16) or GPU has
+fast bf16 (:func:`toy_rl.lm.load.resolve_dtype`). The resolved name is written to the run's ``config.json`` as
+``"dtype"``; a config without it (runs logged before) is a float32 run (:func:`run_dtype`). In bfloat16 the
+adapters, AdamW's state, log-probs, ratios and the loss stay float32, the sampled answers are scored again by
+the update's forward (on-policy ratios exactly 1: :class:`toy_rl.lm.policy.HFPolicy`), and every metrics line
+has ``logp_gap``, the mean |sampler - scorer| log-prob of the tokens sampled for it.
+
 **Defaults** (:data:`DEFAULTS`) are those measured on SmolLM2-135M-Instruct on a 2-core CPU
 (``docs/smollm2.md``): GRPO advantages, lr 3e-4, 8 prompts x 8 answers, at most 5 new tokens for 2-digit
 addition, no KL, gradient clip 1.0, 40 updates, held-out evaluation every 10 updates on 100 problems (one
@@ -31,6 +39,7 @@ was quieter). Torch runs on one thread by default (:mod:`toy_rl.threads`).
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -40,10 +49,10 @@ import torch
 from ..experiments.layout import model_label
 from ..experiments.spec import RULES
 from ..experiments.tasks import make_task, task_label
-from ..rl.loop import evaluate, train as train_loop
-from ..rl.run_folder import load_state, lock_run, save_state
+from ..rl.loop import CHECKPOINT, CONFIG, evaluate, read_config, train as train_loop
+from ..rl.run_folder import load_state, lock_run, save_state, write_text
 from ..threads import cpu_threads
-from .load import SMOLLM2
+from .load import SMOLLM2, resolve_dtype
 
 # The measured default run (see the module docstring): held-out accuracy of SmolLM2-135M on
 # 2-digit addition goes up within a few minutes on 2 CPU cores.
@@ -51,8 +60,8 @@ DEFAULTS = dict(steps=40, prompts=8, group_size=8, lr=3e-4, temperature=1.0, adv
                 max_grad_norm=1.0, eval_every=10, eval_size=100, checkpoint_every=10)
 # Smoke mode: a couple of updates on the real model, a few seconds each.
 SMOKE = dict(steps=2, prompts=2, group_size=4, eval_every=2, eval_size=8, checkpoint_every=1)
-# The backend's own settings: the weights' dtype (None: the preset's, else float32) and whether to keep
-# what each update's loss saw in batches.pt.
+# The backend's own settings: the compute dtype ("auto", "float32", "bfloat16"; None: the preset's, else
+# float32) and whether to keep what each update's loss saw in batches.pt.
 OPTIONS = {"dtype": None, "keep_batches": True}
 GSM8K_MAX_NEW_TOKENS = 256
 PRESET_RL_FIELDS = ("prompts", "group_size", "max_new_tokens", "micro_batch", "lr", "temperature")
@@ -107,9 +116,23 @@ def model_settings(spec) -> dict:
     return kw
 
 
+def check_spec(spec) -> None:
+    """ValueError for a ``dtype`` option that is not "auto", "float32", "bfloat16" (or float16, fp32, bf16)."""
+    dtype = spec.option("dtype")
+    if dtype is not None and not (isinstance(dtype, str) and dtype.lower() == "auto"):
+        resolve_dtype(dtype)
+
+
+def run_dtype(config) -> str:
+    """The dtype a run computed in, from its config (a dict, or a run folder holding config.json): its
+    ``"dtype"``, or "float32" for a config without one (runs logged before the setting existed)."""
+    saved = config if isinstance(config, dict) else read_config(config)
+    return resolve_dtype((saved or {}).get("dtype") or "float32")
+
+
 def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device="auto", rank: int = 16,
                 alpha: float = 32, mlp: bool = False, gradient_checkpointing: bool = False,
-                share_prompts: bool | None = None):
+                share_prompts: bool | None = None, micro_batch: int | None = None):
     """A fresh policy: ``model`` is a name or path (:func:`toy_rl.lm.load_policy`), or a zero-argument
     callable that returns one (the tests build a tiny random Llama this way). The LoRA matrices A are
     drawn after ``torch.manual_seed(seed)``, so a seed fixes the whole run.
@@ -117,16 +140,22 @@ def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device
     ``gradient_checkpointing`` (rung 4) recomputes each layer in the backward pass
     (:func:`toy_rl.lm.dry_run.enable_gradient_checkpointing`); :class:`HFPolicy` then scores with a
     full forward whatever ``share_prompts`` says (checkpointed layers drop the shared prompt's KV cache).
-    ``share_prompts`` None keeps HFPolicy's default."""
+    ``share_prompts`` None keeps HFPolicy's default. ``dtype`` ("auto", "float32", "bfloat16") applies to a
+    callable's policy too (:meth:`HFPolicy.set_dtype`); ``micro_batch`` is the update's, so that a bf16 policy
+    rescores its samples in the same chunks (``rescore_rows``)."""
+    dtype = resolve_dtype(dtype, device)
     torch.manual_seed(seed)
     if callable(model):
-        return model()
-    from . import load_policy
-    extra = {} if share_prompts is None else {"share_prompts": share_prompts}
-    policy = load_policy(model, task, dtype=dtype, device=device, rank=rank, alpha=alpha, mlp=mlp, **extra)
-    if gradient_checkpointing:
-        from .dry_run import enable_gradient_checkpointing
-        enable_gradient_checkpointing(policy.model)
+        policy = model()
+    else:
+        from . import load_policy
+        extra = {} if share_prompts is None else {"share_prompts": share_prompts}
+        policy = load_policy(model, task, dtype=dtype, device=device, rank=rank, alpha=alpha, mlp=mlp, **extra)
+        if gradient_checkpointing:
+            from .dry_run import enable_gradient_checkpointing
+            enable_gradient_checkpointing(policy.model)
+    if hasattr(policy, "set_dtype"):
+        policy.set_dtype(dtype).rescore_rows = micro_batch
     return policy
 
 
@@ -137,7 +166,10 @@ def warm_policy(policy, task, model, progress: bool = False):
     steps = getattr(task, "warm_start", 0)
     if steps:
         from .warmstart import warm_start
-        warm_start(policy, task, steps, model=model_label(model), progress=progress)
+        label, dtype = model_label(model), getattr(policy, "dtype", torch.float32)
+        if dtype != torch.float32:                    # cached apart: float32 runs keep their own warm start
+            label += "@" + str(dtype).removeprefix("torch.")
+        warm_start(policy, task, steps, model=label, progress=progress)
     return policy
 
 
@@ -183,27 +215,43 @@ def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, promp
 
 def train(spec, folder) -> list[dict]:
     """One LoRA RL run of ``spec`` in ``folder`` through :func:`toy_rl.rl.loop.train` (resumes from its
-    checkpoint); keeps each update's batch in ``batches.pt`` unless the ``keep_batches`` option is False."""
+    checkpoint); keeps each update's batch in ``batches.pt`` unless the ``keep_batches`` option is False.
+    The resolved dtype goes into config.json; resuming a run of another dtype is a ValueError."""
     task = make_task("lm", spec.task)
-    policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, **model_settings(spec))
+    settings = model_settings(spec)
+    settings["dtype"] = resolve_dtype(settings["dtype"], spec.device)
+    if spec.resume and (Path(folder) / CHECKPOINT).is_file() and run_dtype(folder) != settings["dtype"]:
+        raise ValueError(f"{folder} holds a {run_dtype(folder)} run; this spec computes in {settings['dtype']}: "
+                         "use another run folder, the same dtype, or resume=False")
+    policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, micro_batch=spec.rl.micro_batch,
+                         **settings)
     policy = warm_policy(policy, task, spec.model, progress=spec.progress)
     captured: dict = {}
     keep = spec.option("keep_batches")
     with lock_run(folder):                          # the batches are this run's too: one writer at a time
         records = train_loop(spec.rl, policy, task, folder, resume=spec.resume, progress=spec.progress,
-                             on_update=_keep_batch(captured) if keep else None)
+                             on_update=_on_update(Path(folder), settings["dtype"], policy, captured if keep else None))
         _save_batches(Path(folder), captured, spec.rl.agg)
     return records
 
 
-def _keep_batch(store: dict):
-    """A ``train(on_update=...)`` hook keeping what each update's loss saw, keyed by step."""
-    def keep(record, batch, logp):
-        cpu = lambda t: t.detach().float().cpu().clone()
-        store[record["step"]] = dict(logp=cpu(logp), old_logp=cpu(batch.old_logp), advantages=cpu(batch.advantages),
-                                     mask=batch.response_mask.detach().cpu().bool(), c_low=record["c_low"],
-                                     c_high=record["c_high"])
-    return keep
+def _on_update(folder: Path, dtype: str, policy, store: dict | None):
+    """The ``train(on_update=...)`` hook: the dtype into config.json (once, before the first metrics line),
+    ``logp_gap`` into the record when the policy rescored its samples, and, with a ``store``, what each
+    update's loss saw, keyed by step."""
+    def hook(record, batch, logp):
+        saved = read_config(folder) or {}
+        if saved.get("dtype") != dtype:
+            write_text(folder / CONFIG, json.dumps({**saved, "dtype": dtype}, indent=1))
+        gap = policy.pop_logp_gap() if hasattr(policy, "pop_logp_gap") else None
+        if gap is not None:
+            record["logp_gap"] = gap
+        if store is not None:
+            cpu = lambda t: t.detach().float().cpu().clone()
+            store[record["step"]] = dict(logp=cpu(logp), old_logp=cpu(batch.old_logp),
+                                         advantages=cpu(batch.advantages), c_low=record["c_low"],
+                                         mask=batch.response_mask.detach().cpu().bool(), c_high=record["c_high"])
+    return hook
 
 
 def _read_batches(path: Path) -> dict:
@@ -254,5 +302,5 @@ def binomial_se(accuracy: float, n: int) -> float:
 
 
 __all__ = ["DEFAULTS", "GSM8K_MAX_NEW_TOKENS", "NO_PRESET", "OPTIONS", "RULES", "SMOKE", "baseline", "binomial_se",
-           "default_model", "load_batch", "make_policy", "max_new_tokens_for", "model_settings", "rl_defaults",
-           "stored_steps", "train"]
+           "check_spec", "default_model", "load_batch", "make_policy", "max_new_tokens_for", "model_settings",
+           "rl_defaults", "run_dtype", "stored_steps", "train"]
