@@ -29,7 +29,7 @@ import numpy as np
 
 from ..eta import Plan, up_front
 from ..experiments import run
-from ..experiments.runner import finished
+from ..experiments.runner import finished, read_back, read_dir
 from ..experiments.layout import scenario_of
 from ..experiments.controls import (MEAN_BOUNDS, c_high_spread, control_claims, control_rules, mean_bounds_rule,
                                    with_family_p)
@@ -69,6 +69,7 @@ def _run(spec) -> list[dict]:
 
 def run_all(specs: list, workers: int = 1) -> list[list[dict]]:
     """The records of every spec, in order; ``workers`` > 1 runs them in that many processes."""
+    read_back(specs)                   # first a line for the runs read from the committed logs in results/
     if workers <= 1 or len(specs) <= 1:
         return [run(s) for s in specs]
     with process_pool(min(workers, len(specs))) as pool:
@@ -302,7 +303,8 @@ def load_or_compare(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/c
     (``quick_seeds`` × ``quick_steps`` into ``quick_out``; resumable). Returns (result, a line saying which)."""
     preset = get_preset(preset) if isinstance(preset, str) else preset
     if is_complete(preset, seeds, out):
-        return compare(preset, seeds, out=out, **kw), (f"loaded from {out}/{preset.name} ({len(list(seeds))} seeds, "
+        folder = read_dir(preset_spec(preset, "symmetric", list(seeds)[0], out=out)).parents[2]   # or its twin
+        return compare(preset, seeds, out=out, **kw), (f"loaded from {folder} ({len(list(seeds))} seeds, "
                                                        f"{preset.rl.get('steps')} updates each)")
     result = compare(preset, quick_seeds, steps=quick_steps, out=quick_out, **kw)
     return result, (f"{out}/{preset.name} is not complete: computed now into {quick_out}/{preset.name} "

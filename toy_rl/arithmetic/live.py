@@ -35,6 +35,7 @@ import torch
 
 from ..clipping import BAPO, RULES, FixedBounds
 from ..experiments import experiment_name, load, scenario_name
+from ..experiments.logged import candidates
 from ..rl.config import RLConfig, rule_label
 from ..rl.loop import train
 from ..threads import cpu_threads
@@ -171,8 +172,7 @@ def find_logged(roots, task="add", staleness: int = 4, updates: int = LIVE_UPDAT
     them. Their records are cut to ``updates`` updates (:func:`truncate`)."""
     t = get_task(task)
     scenario = scenario_name(staleness, mode)
-    for root in roots:
-        where = Path(root) / experiment_name("arithmetic", t.name)
+    for where in [w for root in roots for w in candidates(Path(root) / experiment_name("arithmetic", t.name))]:
         if not (where / scenario).is_dir():
             continue
         loaded = load(where)

@@ -2,7 +2,7 @@
 across them (docs/protocol.md §7a).
 
     from toy_rl.arithmetic.step_grid import load_step_grid, format_step_grid, step_grid_view
-    grid = load_step_grid("results/compare")        # {factor: comparison}, read from the committed logs
+    grid = load_step_grid("runs/compare")   # {factor: comparison}: runs/ or the committed logs in results/
     print(format_step_grid(grid))
 
 Why: a wider trust region is also a bigger step, so a verdict that holds at one step size may flip at another
@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..experiments.controls import MEAN_BOUNDS, MIN_EFFECT
+from ..experiments.logged import announce, candidates, train_mode
 from ..plotting import colour_of
 from ..verdicts import across
 from .comparison import PRIMARY, compare, comparison_checks, from_logs, preset_rules
@@ -58,17 +59,38 @@ def run_step_grid(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/com
     return grid
 
 
-def load_step_grid(root="results/compare", preset: str = DEFAULT, factors=STEP_FACTORS) -> dict:
-    """{factor: comparison} read back from the logged runs under ``root`` (nothing is trained); a step size whose
-    runs are missing is a FileNotFoundError naming the command that logs them."""
+def load_step_grid(root="runs/compare", preset: str = DEFAULT, factors=STEP_FACTORS) -> dict:
+    """{factor: comparison} read back from the logged runs under ``root`` or its committed twin in results/
+    (:mod:`toy_rl.experiments.logged`; nothing is trained); a step size whose runs are missing is a
+    FileNotFoundError naming the command that logs them."""
     get_preset(preset)                                   # an unknown name is one line
-    grid = {}
+    grid, read = {}, []
     for factor in factors:
-        folder = Path(root) / at_step(preset, factor).name
-        if not folder.is_dir():
-            raise FileNotFoundError(f"no runs of the step size × {factor:g} in {folder}: {step_command(preset, factor)}")
+        home = Path(root) / at_step(preset, factor).name
+        folder = next((f for f in candidates(home) if f.is_dir()), None)
+        if folder is None:
+            raise FileNotFoundError(f"no runs of the step size × {factor:g} in {home}: {step_command(preset, factor)}")
         grid[factor] = {**from_logs(folder), "lr": at_step(preset, factor).rl_config().lr, "base": preset}
+        read += [folder] * sum(map(len, grid[factor]["runs"].values()))
+    announce(read)
     return grid
+
+
+def load_or_run_step_grid(preset: str = DEFAULT, out="runs/compare", quick_seeds=range(2), quick_steps: int = 40,
+                          quick_out="runs/compare-notebook", **settings) -> tuple[dict, str]:
+    """The logged grid (:func:`load_step_grid`) if ``out`` or results/ holds it, else a smaller one run now
+    (:func:`run_step_grid` with ``quick_seeds`` × ``quick_steps`` into ``quick_out``; resumable; not under
+    TRAIN "never"). Returns (grid, a line saying which)."""
+    try:
+        grid = load_step_grid(out, preset)
+        n = sorted({len(g["seeds"]) for g in grid.values()})
+        return grid, f"the step-size grid's logged runs ({'/'.join(map(str, n))} seeds at each step size)"
+    except FileNotFoundError:
+        if train_mode() == "never":
+            raise
+    grid = run_step_grid(preset, quick_seeds, out=quick_out, steps=quick_steps, **settings)
+    return grid, (f"the step-size grid run now into {quick_out} ({len(list(quick_seeds))} seeds, {quick_steps} "
+                  f"updates at each step size; the full grid: {step_command(preset, 0.5)} and the like)")
 
 
 def step_grid_verdicts(grid: dict) -> dict:
@@ -160,5 +182,5 @@ def step_grid_view(grid: dict):
     return fig, drawn
 
 
-__all__ = ["GRID_RULES", "STEP_FACTORS", "format_step_grid", "load_step_grid", "run_step_grid", "step_command", "step_grid_verdicts",
+__all__ = ["GRID_RULES", "STEP_FACTORS", "format_step_grid", "load_or_run_step_grid", "load_step_grid", "run_step_grid", "step_command", "step_grid_verdicts",
            "step_grid_view"]

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from ..eta import Plan, up_front
 from ..experiments import experiment_name, grid, load, scenario_name, status, sweep
+from ..experiments.logged import announce, candidates
+from ..experiments.runner import read_back, read_dir
 from .run import DEFAULTS, RULES
 
 
@@ -26,14 +28,15 @@ def _wanted(stalenesses, partial, rules, mode, on_policy_rules) -> list[tuple[st
 
 def _complete(root, task, wanted, seeds: int, smoke: bool):
     """(the finished runs of every wanted (scenario, rule) if each has ``seeds`` of them under the experiment's
-    folder, else None; that folder)."""
-    where = Path(root) / experiment_name("arithmetic", task, smoke=smoke)
-    if where.is_dir():
-        loaded = load(where)
-        runs = {key: finished(loaded.get(key, [])) for key in wanted}
-        if all(len(v) >= seeds for v in runs.values()):
-            return runs, where
-    return None, where
+    folder or its committed twin in results/ (:mod:`toy_rl.experiments.logged`), else None; that folder)."""
+    home = Path(root) / experiment_name("arithmetic", task, smoke=smoke)
+    for where in candidates(home):
+        if where.is_dir():
+            loaded = load(where)
+            runs = {key: finished(loaded.get(key, [])) for key in wanted}
+            if all(len(v) >= seeds for v in runs.values()):
+                return runs, where
+    return None, home
 
 
 def quick_grids(task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
@@ -81,6 +84,7 @@ def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = Non
     runs, where = _complete(root, task, wanted, seeds, overrides.get("smoke", False))
     if runs is not None:
         n = sorted({len(v) for v in runs.values()})
+        announce([where] * sum(map(len, runs.values())))
         return runs, f"loaded from {where} ({'/'.join(map(str, n))} finished seeds per rule and scenario)"
     if quick_out is None:
         raise FileNotFoundError(f"{where} does not hold {seeds} finished seeds of every {wanted}; "
@@ -88,11 +92,13 @@ def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = Non
     grids = quick_grids(task, stalenesses, partial, rules, seeds, mode, quick_out, progress, on_policy_rules,
                         **overrides)
     res = {}
-    todo = [s for g in grids for s in g if status(s) != "finished"]
+    every = [s for g in grids for s in g]
+    todo = [s for s, done in zip(every, read_back(every)) if done is None]     # says which runs results/ holds
     with up_front(Plan(specs=todo)):                  # one line for both sweeps, before the first
         for g in grids:
-            res.update(sweep(g))
+            res.update(sweep(g, announce_logged=False))
     steps = overrides.get("steps", DEFAULTS["steps"])
     verb = "computed now into" if todo else "loaded from the notebook's own sweep in"
+    folder = Path(quick_out) / where.name if todo else read_dir(every[0]).parents[2]    # or its twin in results/
     return ({key: res[key] for key in wanted},
-            f"{verb} {Path(quick_out) / where.name} ({seeds} seeds, {steps} steps each; the full sweep: see the README)")
+            f"{verb} {folder} ({seeds} seeds, {steps} steps each; the full sweep: see the README)")

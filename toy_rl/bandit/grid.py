@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..eta import announce, bandit_seconds, quiet
+from ..experiments import logged
 from ..experiments.controls import control_rules
 from ..rl.run_folder import write_text
 from ..strict_json import dumps, jsonable
@@ -57,8 +58,13 @@ def run_grid(preset: str = DEFAULT, seeds=range(20), factors=STEP_FACTORS, task_
             settings = jsonable(dict(preset=preset, factor=factor, task_seed=task_seed, seeds=seeds,
                                      cells=[list(c) for c in cells], config=config.to_dict()))
             plan[factor, task_seed] = config, settings
-    saved = {key: read_cell(cell_folder(out, preset, *key)) for key in plan}
-    todo = [key for key, (_, settings) in plan.items() if not (saved[key] and saved[key]["settings"] == settings)]
+    found = {key: _read_back(cell_folder(out, preset, *key), settings) for key, (_, settings) in plan.items()}
+    logged.announce([folder for folder, _ in found.values()], noun="grid cell")   # a line if results/ has some
+    saved = {key: cell for key, (_, cell) in found.items()}
+    todo = [key for key in plan if saved[key] is None]
+    if todo and logged.train_mode() == "never":
+        raise FileNotFoundError(f"{len(todo)} grid cell(s) of {Path(out) / preset} are neither in runs/ nor in the "
+                                'committed logs, and TRAIN is "never" (set it to "missing" to compute them)')
     config = plan[next(iter(plan))][0]
     announce(f"the rung-1 robustness grid ({len(todo)} of {len(plan)} grid cells to compute)",
              len(todo) * bandit_seconds(len(seeds), config.steps, len(cells), len(control_rules()) + 1))
@@ -74,6 +80,16 @@ def run_grid(preset: str = DEFAULT, seeds=range(20), factors=STEP_FACTORS, task_
                 saved[key] = read_cell(folder)          # as it is read back later: NaN as None, tuples as lists
             grid[key] = saved[key]["rows"]
     return grid
+
+
+def _read_back(folder, settings) -> tuple[Path | None, dict | None]:
+    """(where a finished cell with these settings is read from: ``folder`` or its committed twin in results/
+    (:mod:`toy_rl.experiments.logged`); the cell), or (None, None)."""
+    for where in logged.candidates(folder):
+        cell = read_cell(where)
+        if cell and cell["settings"] == settings:
+            return where, cell
+    return None, None
 
 
 def read_cell(folder) -> dict | None:

@@ -39,6 +39,7 @@ def add_arguments(p):
                    help="with --compare: runs at once, each in its own process on --threads threads (default 1; "
                         "2 on a free 2-core machine)")
     common = CommonFlags(p)
+    common.train()
     common.sized("--prompts", DEFAULTS["prompts"], SMOKE["prompts"], "prompts per update", group=p, metavar="N")
     p.add_argument("--lr", type=positive_float, default=None,
                    help=f"step size (default {DEFAULTS['lr']}; with --compare: the preset's, and a given one runs the "

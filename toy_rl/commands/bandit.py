@@ -24,6 +24,7 @@ OPTION_OF = {"n_tokens": "--tokens", "n_contexts": "--contexts", "group_size": "
 def add_arguments(p):
     d = BanditConfig()
     common = CommonFlags(p)
+    common.train()
     common.sized("--staleness", list(STALENESSES), list(RUNG1_SMOKE["stalenesses"]),
                  "one or more staleness levels, 0 = on-policy", type=nonnegative_int, group=p, nargs="+", metavar="K")
     # default None: a flag given can be told from one left out (--compare applies only the given ones to its preset)

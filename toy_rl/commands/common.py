@@ -27,6 +27,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..experiments.logged import MODES, set_train
 from ..strict_json import dumps
 from . import expand_rules
 
@@ -195,6 +196,12 @@ class CommonFlags:
         self.parser.add_argument(old, dest=action.dest, type=action.type, nargs=action.nargs,
                                  default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
+    def train(self):
+        self.group.add_argument("--train", choices=MODES, default=None,
+                                help="what may train: missing (read runs/, then the committed logs in results/, "
+                                     "train the rest), all (train every run here, ignoring results/), never (read "
+                                     "only; a missing run is an error) (default missing, or $TOY_RL_TRAIN)")
+
     def device(self):
         self.group.add_argument("--device", type=device_name, default="auto",
                                 help="auto (CUDA if available, else CPU), cpu or cuda (default auto)")
@@ -224,6 +231,8 @@ def settle(args: argparse.Namespace) -> None:
         if getattr(args, dest, None) is None:
             value = args._smoke[dest] if smoke and dest in args._smoke else full
             setattr(args, dest, list(value) if isinstance(value, (list, tuple)) else value)
+    if getattr(args, "train", None) is not None:
+        set_train(args.train)                         # worker processes inherit it (TOY_RL_TRAIN)
     if hasattr(args, "rule"):
         args._all_rules = "all" in args.rule          # --rule all (the default), not the three named one by one
         args.rule = expand_rules(args.rule)

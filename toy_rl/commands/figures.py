@@ -21,6 +21,7 @@ def add_arguments(p):
                    help=f"replace the committed figures in {DOCS_FIGURES} (without it the command refuses to, and "
                         "--out DIR draws them elsewhere)")
     common = CommonFlags(p)
+    common.train()
     common.out(DOCS_FIGURES, "folder for the PNGs, captions.json and README.md", smoke=SMOKE_OUT)
     common.json("the figure entries")
     common.no_progress()

@@ -47,6 +47,7 @@ def add_arguments(p):
                         "verdicts on claims 5 and 6 (toy_rl.lm.comparison); with --rule, only those rules (and "
                         "the fixed rule at BAPO's mean bounds), a cheaper comparison; --rule all: every control")
     common = CommonFlags(p)
+    common.train()
     common.sized("--eval-size", DEFAULTS["eval_size"], SMOKE["eval_size"],
                  "held-out problems (±4.5-5 points of noise at 100)", group=p, metavar="N")
     common.rule()

@@ -31,6 +31,7 @@ def add_arguments(p):
     p.add_argument("--mode", default=None, choices=("reuse", "epochs", "lag"),
                    help="kind of staleness (default: the preset's; rung 1's reuse is epoch reuse, it has no epochs)")
     common = CommonFlags(p)
+    common.train()
     common.seeds(None, help="pilot seeds (default: rung 1 8, rungs 2-3 1)")
     common.first_seed()
     common.steps(None, help="updates per pilot run (default: rung 1 150, rung 2 30, rung 3 8)")

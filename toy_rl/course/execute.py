@@ -1,13 +1,13 @@
 """Run a notebook in full mode from the committed logs, and build or check the executed copies.
 
-The notebooks' parameters name their run folders relative to ``notebooks/`` (``RUNS = "../runs"`` and the like).
-:func:`logs_cell` re-points every such parameter at ``../results`` in a cell inserted after the parameters
-cell (papermill's convention, visible in the executed copy), and :func:`execute_from_logs` runs the notebook
-with :data:`~toy_rl.experiments.runner.LOGGED_ONLY` set, so a run missing from the logs is an error naming it.
+A notebook's full configuration reads the runs ``runs/`` lacks from their twins in ``results/`` and says so
+(:mod:`toy_rl.experiments.logged`); :func:`execute_from_logs` runs it as it is, with
+:data:`~toy_rl.experiments.logged.LOGGED_ONLY` set: ``results/`` alone is read (so a developer's own ``runs/``
+cannot leak into the copies) and a run missing from it is an error naming it. A copy therefore shows what a
+student sees on a fresh clone.
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 import platform
@@ -16,26 +16,11 @@ from pathlib import Path
 
 import nbformat
 
-from ..experiments.runner import LOGGED_ONLY
-from ..notebook_runner import parameters_index, run_notebook
+from ..experiments.logged import LOGGED_ONLY, TRAIN_ENV
+from ..notebook_runner import run_notebook
 from ..smoke import ENV as SMOKE_ENV
-from .logs import COURSE, NOTEBOOKS, RESULTS, size
+from .logs import COURSE, NOTEBOOKS, RESULTS, machine_line, size
 from .outputs import clean, compare
-
-RUNS_PREFIX = "../runs"
-
-
-def logs_cell(nb, results=RESULTS) -> str:
-    """Source of the cell that re-points each ``NAME = "../runs..."`` parameter at ``results`` (relative to the
-    notebooks folder, as the parameters are)."""
-    rel = os.path.relpath(Path(results).resolve(), NOTEBOOKS)
-    lines = ["# inserted by toy_rl.course: read the committed run logs, train nothing (TOY_RL_LOGGED_ONLY=1)"]
-    for node in ast.parse(nb.cells[parameters_index(nb)].source).body:
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                and node.value.value.startswith(RUNS_PREFIX)):
-            value = Path(rel + node.value.value[len(RUNS_PREFIX):]).as_posix()
-            lines += [f"{t.id} = {value!r}" for t in node.targets if isinstance(t, ast.Name)]
-    return "\n".join(lines)
 
 
 @contextlib.contextmanager
@@ -53,13 +38,11 @@ def environment(**values):
                 os.environ[k] = v
 
 
-def execute_from_logs(path, results=RESULTS, timeout: int = 1800):
-    """The notebook at ``path`` executed in full mode from the logs under ``results``, its outputs cleaned
+def execute_from_logs(path, timeout: int = 1800):
+    """The notebook at ``path`` executed in full mode from the committed logs alone, its outputs cleaned
     (:func:`toy_rl.course.outputs.clean`). NotebookError if a cell fails (a missing run among them)."""
-    path = Path(path)
-    cell = logs_cell(nbformat.read(path, as_version=4), results)
-    with environment(**{LOGGED_ONLY: "1", SMOKE_ENV: "0"}):
-        return clean(run_notebook(path, smoke=False, timeout=timeout, inject=cell))
+    with environment(**{LOGGED_ONLY: "1", SMOKE_ENV: "0", TRAIN_ENV: "never"}):
+        return clean(run_notebook(Path(path), smoke=False, timeout=timeout))
 
 
 def notebooks(names=None) -> list[Path]:
@@ -82,7 +65,7 @@ def build(names=None, out=COURSE, results=RESULTS, on_done=None) -> list[dict]:
     entries = []
     for path in notebooks(names):
         t0 = time.perf_counter()
-        nb = execute_from_logs(path, results)
+        nb = execute_from_logs(path)
         nbformat.write(nb, out / path.name)
         entries.append(dict(name=path.name, seconds=round(time.perf_counter() - t0, 1),
                             bytes=(out / path.name).stat().st_size))
@@ -92,7 +75,7 @@ def build(names=None, out=COURSE, results=RESULTS, on_done=None) -> list[dict]:
     return entries
 
 
-def check(names=None, committed=COURSE, results=RESULTS, on_done=None) -> dict[str, list[str]]:
+def check(names=None, committed=COURSE, on_done=None) -> dict[str, list[str]]:
     """Execute the notebooks from the logs again and compare each with its committed copy in ``committed``:
     ``{notebook name: [differences]}`` (an empty list: up to date). A missing copy is one difference."""
     found = {}
@@ -101,7 +84,7 @@ def check(names=None, committed=COURSE, results=RESULTS, on_done=None) -> dict[s
         if not copy.is_file():
             found[path.name] = [f"{copy} is missing: run `toy-rl course build {path.stem[:2]}`"]
         else:
-            found[path.name] = compare(nbformat.read(copy, as_version=4), execute_from_logs(path, results))
+            found[path.name] = compare(nbformat.read(copy, as_version=4), execute_from_logs(path))
         if on_done is not None:
             on_done(path.name, found[path.name])
     return found
@@ -110,7 +93,7 @@ def check(names=None, committed=COURSE, results=RESULTS, on_done=None) -> dict[s
 def machine() -> str:
     """One line: the machine and the versions the copies were executed with."""
     import torch
-    return (f"{platform.machine()} CPU, {os.cpu_count()} cores, {platform.system()}; Python {platform.python_version()}, "
+    return (f"{machine_line()}; Python {platform.python_version()}, "
             f"torch {torch.__version__}")
 
 
@@ -132,9 +115,9 @@ shows the figure drawn at its default position.
 
 Total {total / 1e6:.1f} MB (images re-encoded with a 256-colour palette). They were executed from the run logs
 committed in `results/` ({size(results) / 1e6:.1f} MB of `metrics.jsonl` and `config.json` per run, plus rung 3's
-stored batches; no checkpoints): a cell inserted after each parameters cell points the run folders there, and
-none of the logged runs is trained again (rung 1's bandit runs and the demos are computed in the notebooks, in
-seconds). The exception is marked: cells tagged `course-live` in notebooks 04 and 05 compute from rung 2's warm
+stored batches; no checkpoints), as a fresh clone runs them: each notebook reads the runs `runs/` lacks
+from `results/` and says so in one line, and none of the logged runs is trained again (rung 1's bandit runs
+and the demos are computed in the notebooks, in seconds). The exception is marked: cells tagged `course-live` in notebooks 04 and 05 compute from rung 2's warm
 start as the building machine trained it (the warm start's own accuracy and answers, a stale batch, a short run,
 partial-rollout demos), so their numbers are this machine's: a warm start trained again, on another machine or an
 empty cache, is another model.

@@ -10,14 +10,17 @@ per-seed endpoints its verdicts are recomputed from (:mod:`toy_rl.bandit.grid`).
 """
 from __future__ import annotations
 
+import datetime
+import json
+import os
+import platform
 import shutil
 from pathlib import Path
 
+from ..experiments.logged import ABOUT, RESULTS, ROOT   # results/: the logs of the runs the full notebooks show
 from ..rl.logbook import check_run
 
-ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-RESULTS = ROOT / "results"           # committed: the logs of the runs the full notebooks show
 COURSE = ROOT / "docs" / "course"    # committed: the executed notebooks
 
 KEPT = ("metrics.jsonl", "config.json", "batches.pt", "rows.json")
@@ -25,14 +28,14 @@ KEPT = ("metrics.jsonl", "config.json", "batches.pt", "rows.json")
 # The experiments (folders under runs/) the notebooks read in full mode and docs/findings.md quotes, with the
 # commands that make them.
 LOGGED = {
-    "arithmetic-notebook/arithmetic-add": "notebook 04's own sweep (run by the notebook when runs/arithmetic-add is missing)",
+    "arithmetic-notebook/arithmetic-add": "notebook 04 with TRAIN = \"all\" (its own sweep: 3 seeds x 60 updates)",
     "compare/long-failures": "toy-rl arithmetic --compare long-failures --seeds 10 --workers 2",
     "compare/long-failures-partial": "toy-rl arithmetic --compare long-failures-partial --seeds 10 --workers 2",
     "arithmetic-scratchpad": ("toy-rl arithmetic --task scratchpad --rule all --partial 8 --seeds 5, then "
                               "--rule symmetric --staleness 0 --seeds 5"),
     "small-batch": ("toy-rl arithmetic --task scratchpad --rule symmetric --staleness 0 --seeds 5 --prompts 3 "
                     "--out runs/small-batch"),
-    "smollm2-135m-add": "notebook 06's LoRA runs (the notebook runs the missing ones)",
+    "smollm2-135m-add": "notebook 06 with TRAIN = \"all\" (its LoRA runs, 40 updates each)",
     "bandit-grid/long-failures": "toy-rl bandit --compare long-failures --grid --seeds 20",
     "compare/long-failures-lr0.00025": ("toy-rl arithmetic --compare long-failures --lr 0.00025 --rule symmetric "
                                         "clip-higher bapo --seeds 10 --workers 2"),
@@ -79,15 +82,36 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None) -> list[Pat
                 if (folder / f).is_file():
                     shutil.copyfile(folder / f, target / f)
             written.append(target)
+    record_making(chosen, dest, listed=experiments)
     write_index(dest, experiments)
     return written
+
+
+def machine_line() -> str:
+    """"x86_64 CPU, 2 cores, Linux": the machine a run was made on, as the notebooks announce it."""
+    return f"{platform.machine()} CPU, {os.cpu_count()} cores, {platform.system()}"
+
+
+def record_making(experiments: dict, dest=RESULTS, listed=LOGGED) -> Path:
+    """Note in ``dest/about.json`` when, on what machine and by what command each of ``experiments``
+    ({name: command}) was made: today, here (entries of experiments no longer ``listed`` are dropped). The
+    notebooks print it when they read these logs (:func:`toy_rl.experiments.logged.announce`)."""
+    path = Path(dest) / ABOUT.name
+    known = json.loads(path.read_text()) if path.is_file() else {}
+    known = {name: v for name, v in known.items() if name in listed}
+    today = datetime.date.today().isoformat()
+    known.update({name: {"made": today, "machine": machine_line(), "command": how} for name, how in experiments.items()})
+    path.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
+    return path
 
 
 def write_index(dest=RESULTS, experiments=LOGGED) -> Path:
     """``dest/README.md``: what each experiment folder holds, the command that makes it, its size."""
     dest = Path(dest)
-    rows = "\n".join(f"| `{name}` | {len(run_folders(dest / name))} | {size(dest / name) / 1e6:.1f} MB | `{how}` |"
-                     for name, how in experiments.items() if (dest / name).is_dir())
+    about = json.loads((dest / ABOUT.name).read_text()) if (dest / ABOUT.name).is_file() else {}
+    made = {name: f"{a['made']}, {a['machine']}" for name, a in about.items()}
+    rows = "\n".join(f"| `{name}` | {len(run_folders(dest / name))} | {size(dest / name) / 1e6:.1f} MB | "
+                     f"{made.get(name, '?')} | `{how}` |" for name, how in experiments.items() if (dest / name).is_dir())
     text = f"""# Run logs behind the executed notebooks
 
 The logs of the runs that the notebooks read in their full configuration, copied from `runs/` by
@@ -97,9 +121,11 @@ rung 1's robustness grid keeps one `rows.json` per grid cell (`bandit-grid/<pres
 endpoints of every rule, from which its verdicts are recomputed).
 No checkpoints, nothing that runs code when loaded. `toy-rl course build` executes every notebook from these
 into `docs/course/`; the runner counts a run finished from these two files alone, so nothing is retrained.
+A notebook opened on a fresh clone reads a run here when `runs/` lacks it, and says so in one line (from
+`about.json`: when, on what machine and by what command each experiment was made); `TRAIN = "all"` trains them.
 
-| experiment | runs | size | made by |
-|---|---|---|---|
+| experiment | runs | size | made (date, machine) | made by |
+|---|---|---|---|---|
 {rows}
 
 Total {size(dest) / 1e6:.1f} MB. Layout: `<experiment>/<scenario>/<rule>/seed<k>/`, as under `runs/`; rung 1's grid:

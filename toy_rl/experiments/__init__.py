@@ -15,12 +15,14 @@ The rung backends stay in their packages: toy_rl.bandit.experiments (rung 1), to
 """
 from .layout import experiment_dir, experiment_name, model_label, rule_label, run_dir, scenario_name
 from .records import SCORES, UPDATE_METRICS, area_under, curve, run_summaries, run_summary, score_name
-from .runner import finished, load, run, status, sweep
+from .logged import set_train, train_mode
+from .runner import finished, load, read_back, read_dir, run, status, sweep
 from .spec import RULES, RunSpec, backend, grid, make_spec, scenarios
 from .table import DIAGNOSTICS, format_table, summarize
 from .tasks import RUNGS, make_task, task_label, task_names
 
 __all__ = ["DIAGNOSTICS", "RULES", "RUNGS", "SCORES", "UPDATE_METRICS", "RunSpec", "area_under", "backend", "curve",
            "experiment_dir", "experiment_name", "finished", "format_table", "grid", "load", "make_spec", "make_task",
-           "model_label", "rule_label", "run", "run_dir", "run_summaries", "run_summary", "scenario_name",
-           "scenarios", "score_name", "status", "summarize", "sweep", "task_label", "task_names"]
+           "model_label", "read_back", "read_dir", "rule_label", "run", "run_dir", "run_summaries", "run_summary",
+           "scenario_name", "scenarios", "score_name", "set_train", "status", "summarize", "sweep", "task_label",
+           "task_names", "train_mode"]

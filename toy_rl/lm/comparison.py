@@ -23,7 +23,7 @@ from ..experiments import grid, sweep
 from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.layout import scenario_of
 from ..experiments.pilot import summarise_records
-from ..experiments.runner import finished
+from ..experiments.runner import read_back
 from ..arithmetic.comparison import REFERENCE, realised_bounds, seeds_needed, table_rows, with_verdicts_p
 from ..arithmetic.pilot import search_outcome
 
@@ -44,9 +44,10 @@ def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict
     rules = control_rules() if rules is None else dict(rules)
     ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))            # BAPO first
     specs = _specs(task, ordered, staleness, seeds, **settings)
-    todo = [s for group in specs.values() for s in group if finished(s) is None]
+    every = [s for group in specs.values() for s in group]
+    todo = [s for s, done in zip(every, read_back(every)) if done is None]     # says which runs results/ holds
     with up_front(Plan(specs=todo + (specs[REFERENCE] if REFERENCE in specs else []))):  # + the mean-bounds runs
-        runs = {label: next(iter(sweep(group).values())) for label, group in specs.items()}
+        runs = {label: next(iter(sweep(group, announce_logged=False).values())) for label, group in specs.items()}
         first = next(iter(specs.values()))[0]
         result = dict(task=str(task), seeds=seeds, steps=first.rl.steps, scenario=scenario_of(first))
         if REFERENCE in runs:
