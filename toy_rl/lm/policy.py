@@ -33,9 +33,11 @@ is the temperature-1 log-prob of the chosen token (as rung 2 does).
 from __future__ import annotations
 
 import inspect
+from contextlib import nullcontext
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..arithmetic.model.gpt import distinct_rows
 from ..arithmetic.model.tokenizer import left_pad
@@ -129,8 +131,8 @@ class HFPolicy:
         self._adds_bos = self._tokenizer_adds_bos(tokenizer)
         self.rescore = self.dtype != torch.float32 if rescore is None else bool(rescore)
         self.rescore_rows = rescore_rows
-        self._gap, self._head_hook = [0.0, 0], None
-        self._contiguous_head()
+        self._gap, self._head_hook, self._math_attention = [0.0, 0], None, False
+        self._tune_for_dtype()
 
     @property
     def dtype(self) -> torch.dtype:
@@ -144,16 +146,19 @@ class HFPolicy:
         dt = _dtype(resolve_dtype(dtype, self.device))
         cast_base(self.model, dt)
         self.rescore = dt != torch.float32
-        self._contiguous_head()
+        self._tune_for_dtype()
         return self
 
-    def _contiguous_head(self) -> None:
-        """Outside float32, give the LM head a contiguous input. HF slices the last positions for
-        ``logits_to_keep``; torch's CPU bf16 linear on that strided 3-D slice expands the weight per row
-        (SmolLM2's head: 9.6 s instead of 0.15 s for 64 x 8 tokens). float32 is left as it was (its slow
-        path is ~4x, and the copy would change its results by ~3e-6)."""
+    def _tune_for_dtype(self) -> None:
+        """Two slow paths of torch's CPU kernels in bf16, avoided outside float32 (float32 is left as it was:
+        the changes would move its results by ~3e-6). The LM head gets a contiguous input: HF slices the last
+        positions for ``logits_to_keep``, and bf16 linear on that strided 3-D slice expands the weight per row
+        (SmolLM2's head: 9.6 s instead of 0.15 s for 64 x 8 tokens). On a CPU, attention runs on SDPA's math
+        backend: the flash kernel's bf16 backward was 2.8x slower (43 ms against 15 ms per SmolLM2 layer of
+        an 8 x 8 update)."""
         head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
         want = head is not None and self.dtype != torch.float32
+        self._math_attention = self.dtype != torch.float32 and self.device.type == "cpu"
         if want and self._head_hook is None:
             self._head_hook = head.register_forward_pre_hook(lambda mod, args: (args[0].contiguous(), *args[1:]))
         elif not want and self._head_hook is not None:
@@ -229,8 +234,9 @@ class HFPolicy:
         kw = {self._cache_kw: cache, "use_cache": cache is not None}
         if self._keep_kw and logits_to_keep:
             kw[self._keep_kw] = logits_to_keep
-        logits = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                            position_ids=positions(attention_mask)[:, -input_ids.shape[1]:], **kw).logits
+        with sdpa_kernel(SDPBackend.MATH) if self._math_attention else nullcontext():
+            logits = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                position_ids=positions(attention_mask)[:, -input_ids.shape[1]:], **kw).logits
         return logits[:, -logits_to_keep:] if logits_to_keep else logits
 
     @torch.inference_mode()             # no autograd bookkeeping (it returns lists)
@@ -312,7 +318,7 @@ class HFPolicy:
         rows, was_training = self.rescore_rows or len(ids), self.model.training
         self.model.train()
         try:
-            logp = torch.cat([self.score(ids[i:i + rows], mask[i:i + rows], P, temperature)[0]
+            logp = torch.cat([self.score(ids[i:i + rows], mask[i:i + rows], P, temperature, entropy=False)[0]
                               for i in range(0, len(ids), rows)]).tolist()
         finally:
             self.model.train(was_training)
@@ -324,7 +330,8 @@ class HFPolicy:
             new.append((toks, row, done))
         return new
 
-    def score(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int, temperature: float = 1.0):
+    def score(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int, temperature: float = 1.0,
+              entropy: bool = True):
         """Log-probs of ``input_ids[:, start:]`` (each given everything before it) and the entropy
         of each of those next-token distributions, both (B, L - start), float32, with autograd.
 
@@ -332,6 +339,7 @@ class HFPolicy:
         ``attention_mask``; only the logits at positions start-1 .. L-2 go through the LM head.
         With ``temperature > 0`` the logits are divided by it, as in ``sample``. Entries at
         padding are computed too (finite): multiply by the response mask before using them.
+        ``entropy=False`` skips the entropy (returned as None).
         """
         if input_ids.dim() != 2 or input_ids.shape != attention_mask.shape:
             raise ValueError(f"input_ids and attention_mask must both be (B, L); got {tuple(input_ids.shape)} "
@@ -355,9 +363,11 @@ class HFPolicy:
             logits = logits / temperature
         logp_all = F.log_softmax(logits, dim=-1)
         logp = logp_all.gather(-1, ids[:, start:, None]).squeeze(-1)
+        if not entropy:
+            return logp, None
         with torch.no_grad():             # only logged: keep no graph (saves a logits-sized buffer)
-            entropy = -(logp_all.exp() * logp_all).sum(-1)
-        return logp, entropy
+            ent = -(logp_all.exp() * logp_all).sum(-1)
+        return logp, ent
 
     def _shared_prompt_logits(self, ids, mask, start):
         """The logits ``score`` needs, computing each distinct prompt once (None if all differ).
