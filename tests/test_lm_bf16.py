@@ -16,7 +16,7 @@ import torch  # noqa: E402
 import toy_rl.lm.load as L  # noqa: E402
 from test_lm_run import TINY, FirstDigitTask, spec, tiny_llama  # noqa: E402
 from toy_rl.clipping import policy_loss  # noqa: E402
-from toy_rl.experiments import make_spec, run, status  # noqa: E402
+from toy_rl.experiments import finished, make_spec, run, status  # noqa: E402
 from toy_rl.lm.run import run_dtype  # noqa: E402
 from toy_rl.rl.config import RLConfig  # noqa: E402
 from toy_rl.rl.loop import _update, make_optimizer  # noqa: E402
@@ -150,6 +150,13 @@ def test_bf16_run_records_its_dtype_and_the_gap(tmp_path):
     assert len(updates) == 2 and all(r["logp_gap"] >= 0 for r in updates)
     assert all(r["clip_frac_low"] == r["clip_frac_high"] == 0 for r in updates[:1])   # on-policy: ratios are 1
     assert status(s) == "finished" and TINY["prompts"] == 2
+    assert status(spec(where=tmp_path, steps=2, dtype="float32")) != "finished"   # never read back as fp32's
+
+
+def test_a_finished_fp32_run_is_not_read_back_for_a_bf16_spec(tmp_path):
+    run(spec(where=tmp_path, steps=2))
+    assert finished(spec(where=tmp_path, steps=2)) is not None
+    assert finished(spec(where=tmp_path, steps=2, dtype="bfloat16")) is None
 
 
 def test_estimate_uses_the_dtypes_measured_cpu_peak():

@@ -121,3 +121,12 @@ def test_every_committed_experiment_says_how_it_was_made():
     assert set(about) == set(LOGGED)
     assert all(about[name]["command"] == how and about[name]["made"] and about[name]["machine"]
                for name, how in LOGGED.items())
+
+
+def test_the_train_flag_sets_what_may_train(tree):
+    from toy_rl.cli import build_parser, main
+    from toy_rl.commands.common import settle
+    args = build_parser().parse_args(["arithmetic", "--train", "never"])
+    settle(args)
+    assert train_mode() == "never"
+    assert main(["bandit", "--train", "sometimes"]) == 2                   # argparse names the choices

@@ -179,10 +179,11 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         return [preset_spec(preset, rule, seed, out=out, device=device, progress=progress, **overrides)
                 for rule in label_rules.values() for seed in seeds]
 
-    plan = Plan(specs=missing_specs(preset, seeds, out, rules, device=device, **overrides),
-                warmstarts=[(preset.make_task(), preset.warmstart)], workers=workers)
+    todo = missing_specs(preset, seeds, out, rules, device=device, **overrides)
+    plan = Plan(specs=todo, warmstarts=[(preset.make_task(), preset.warmstart)] if todo else [], workers=workers)
     with up_front(plan):                      # one line first when the runs still to train take long
-        load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)   # before workers
+        if plan.specs:                        # the warm start, before the workers, only if a run will train
+            load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)
         ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))          # BAPO first
         records = run_all(specs(ordered), workers)
         runs = {label: records[i * len(seeds):(i + 1) * len(seeds)] for i, label in enumerate(ordered)}

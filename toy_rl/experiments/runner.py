@@ -45,6 +45,8 @@ def finished(spec: RunSpec, folder=None) -> list[dict] | None:
         same = saved == json.loads(json.dumps(be.saved_config(spec)))
     else:                                           # the RL loop's: RLConfig.to_dict()
         same = isinstance(saved, dict) and not config_differences(saved, spec.rl)
+    if same and hasattr(be, "same_run"):            # rung 3-4: also the compute dtype
+        same = be.same_run(saved, spec)
     final = [r for r in records if r.get("final")]
     return records if same and final and final[-1]["step"] == spec.rl.steps else None
 

@@ -130,6 +130,12 @@ def run_dtype(config) -> str:
     return resolve_dtype((saved or {}).get("dtype") or "float32")
 
 
+def same_run(saved: dict, spec) -> bool:
+    """Whether a logged config computed in the dtype ``spec`` asks for (the runner reads a finished run back only
+    then: a bf16 spec never gets an fp32 run's results)."""
+    return run_dtype(saved) == resolve_dtype(model_settings(spec)["dtype"], spec.device)
+
+
 def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device="auto", rank: int = 16,
                 alpha: float = 32, mlp: bool = False, gradient_checkpointing: bool = False,
                 share_prompts: bool | None = None, micro_batch: int | None = None):
