@@ -18,7 +18,7 @@ from toy_rl.arithmetic.model.tokenizer import left_pad  # noqa: E402
 from toy_rl.lm import decode  # noqa: E402
 from toy_rl.lm.dry_run import enable_gradient_checkpointing  # noqa: E402
 from toy_rl.lm.lora import add_lora  # noqa: E402
-from toy_rl.lm.policy import HFPolicy, _new_cache, positions  # noqa: E402
+from toy_rl.lm.policy import HFPolicy, _new_cache, _unique_rows, positions  # noqa: E402
 
 PROMPTS = [[11, 12, 13, 14, 15, 16, 17], [20, 21], [30, 31, 32, 33], [20, 21]] * 3    # lengths differ; repeats
 TOL = {"float32": 2e-5, "bfloat16": 0.05}
@@ -43,52 +43,70 @@ def make_policy(dtype="float32", **kw):
     return HFPolicy(model, FakeTokenizer(), **kw).set_dtype(dtype)
 
 
-def hf_and_lean_logits(policy, steps=3):
-    """Prefill the prompts on the HF forward, copy the cache into the lean layout, then feed the same tokens to
-    both: per step (HF logits, lean logits), (rows, vocab)."""
-    ids, mask = left_pad(PROMPTS, None, policy.pad_id)
-    B, P, w = len(PROMPTS), ids.shape[1], decode.weights(policy.model)
+def hf_and_lean_logits(policy, steps=3, prompts=PROMPTS, keep=None):
+    """Prefill the distinct prompts on the HF forward, build the lean cache from it, then feed the same tokens to
+    both: per step (HF logits, lean logits), (rows, vocab). ``keep``: after the first step, only those rows go on
+    (as when the others have stopped)."""
+    unique, where = _unique_rows(prompts)
+    ids, mask = left_pad(unique, None, policy.pad_id)
+    w, where = decode.weights(policy.model), torch.tensor(where)
+    assert torch.equal(where, torch.sort(where).values)         # rows sorted by prompt, as sample_batch sorts them
     cache = _new_cache(policy.model)
-    hf = policy._forward(ids, mask, cache, logits_to_keep=1)[:, -1]
-    kv = torch.zeros((len(w.layers), 2, B, w.kv_heads, P + steps, w.head_dim))
-    for i, (k, v) in enumerate(decode._cache_layers(cache)):
-        kv[i, :, :, :, :P] = torch.stack([k, v]).float()
-    bias = torch.zeros((B, P + steps)).masked_fill_(torch.nn.functional.pad(mask, (0, steps), value=1) == 0,
-                                                    float("-inf"))
+    hf = policy._forward(ids, mask, cache, logits_to_keep=1)[:, -1][where]
+    kv = decode.KV(cache, mask, where, steps)
+    cache.batch_select_indices(where)
+    mask = mask[where]
     cos, sin = w.rope(64)
     out = []
     for t in range(steps):
         tok = hf.float().argmax(-1)
-        mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype)], 1)
+        if t == 1 and keep is not None:
+            keep = torch.tensor(keep)
+            kv.keep(keep, t)
+            cache.batch_select_indices(keep)
+            tok, mask = tok[keep], mask[keep]
+        mask = torch.cat([mask, torch.ones((len(tok), 1), dtype=mask.dtype)], 1)
         pos = positions(mask)[:, -1]
-        lean = decode.step(w, kv, bias, tok, cos[pos], sin[pos], P + t)
+        lean = decode.step(w, kv, tok, cos[pos], sin[pos], t)
         hf = policy._forward(tok[:, None], mask, cache, logits_to_keep=1)[:, -1]
         out.append((hf.float(), lean.float()))
     return out
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_lean_step_logits_match_the_hf_forward(dtype):
+@pytest.mark.parametrize("prompts", [sorted(PROMPTS), [p for p in PROMPTS[:3] for _ in range(4)], PROMPTS[:3]])
+def test_lean_step_logits_match_the_hf_forward(dtype, prompts):
+    """Groups of unequal size (a sparse prompt x slot grid), equal groups (dense), all prompts distinct."""
     policy = make_policy(dtype)
     assert policy.lean_reason() is None
     with torch.inference_mode():
-        for hf, lean in hf_and_lean_logits(policy):
-            assert lean.dtype == torch.float32 and lean.shape == hf.shape == (len(PROMPTS), VOCAB)
+        for hf, lean in hf_and_lean_logits(policy, prompts=prompts):
+            assert lean.dtype == torch.float32 and lean.shape == hf.shape == (len(prompts), VOCAB)
             assert (lean - hf).abs().max() < TOL[dtype], (lean - hf).abs().max()
             assert (hf.std() > 0.1)          # a real signal, not two zero tensors
+
+
+def test_dropping_rows_and_whole_prompts_keeps_the_logits():
+    prompts = sorted(PROMPTS)               # 3 prompts: rows 0-2, 3-8, 9-11
+    policy = make_policy()
+    with torch.inference_mode():
+        out = hf_and_lean_logits(policy, steps=4, prompts=prompts, keep=[0, 2, 9, 10, 11])   # prompt 1 goes
+    assert out[-1][0].shape[0] == 5
+    for hf, lean in out:
+        assert (lean - hf).abs().max() < TOL["float32"]
 
 
 def test_lora_is_merged_and_changes_follow_the_adapters():
     policy = make_policy()
     with torch.inference_mode():
-        before = hf_and_lean_logits(policy, steps=1)[0]
+        before = hf_and_lean_logits(policy, steps=1, prompts=sorted(PROMPTS))[0]
     with torch.no_grad():
         for name, p in policy.model.named_parameters():
             if "lora_B" in name and "v_proj" in name:
                 p.mul_(-2.0)
     adapters = {n: p.clone() for n, p in policy.model.named_parameters() if "lora" in n}
     with torch.inference_mode():
-        hf, lean = hf_and_lean_logits(policy, steps=1)[0]
+        hf, lean = hf_and_lean_logits(policy, steps=1, prompts=sorted(PROMPTS))[0]
     assert (lean - before[1]).abs().max() > 0.01                 # the lean step sees the new adapters ...
     assert (lean - hf).abs().max() < TOL["float32"]              # ... exactly as the HF forward does
     assert all(torch.equal(p, adapters[n]) for n, p in policy.model.named_parameters() if "lora" in n)

@@ -1,15 +1,16 @@
 """A lean decode loop for a Llama policy with LoRA on the CPU: what :meth:`HFPolicy.sample` runs by default.
 
-The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, as before); its KV cache is
-copied into one preallocated tensor ``[layers, 2, rows, kv_heads, max_len, head_dim]`` and every later token
-runs through :func:`step`, a hand-written Llama decoder step: RMSNorm, rotary, grouped-query attention over
-that cache, SiLU MLP. It reads the model's own weights; LoRA is merged once per ``sample`` call
-(``W + scale * B @ A`` in float32, rounded once to the compute dtype; the adapters are untouched).
+The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, as before). Its KV cache is
+kept once per distinct prompt, the answers' keys and values go into one preallocated tensor
+``[layers, 2, rows, kv_heads, max_new_tokens - 1, head_dim]`` (:class:`KV`), and every later token runs through
+:func:`step`, a hand-written Llama decoder step: RMSNorm, rotary, grouped-query attention, SiLU MLP. It reads the
+model's own weights; LoRA is merged once per ``sample`` call (``W + scale * B @ A`` in float32, rounded once to
+the compute dtype; the adapters are untouched).
 
-What it saves per step (SmolLM2-135M, 64 rows, 1 thread; bench/README.md): the DynamicCache's ``torch.cat``
-of the whole cache, repeat_kv's copies of K and V for every query head, peft's two extra matmuls per
-projection and most of the per-module Python. Rows that have stopped are dropped from the batch (their cache
-rows compacted away) once at least an eighth of the batch has stopped.
+What it saves per step (SmolLM2-135M, 64 rows, 1 thread; bench/README.md): the DynamicCache's ``torch.cat`` of
+the whole cache, repeat_kv's copies of K and V for every query head, reading a GRPO group's shared prompt once
+per answer (a prompt's answers attend to its keys in one matmul), peft's two extra matmuls per projection and
+most of the per-module Python. Rows that have stopped leave the batch once an eighth of it has stopped.
 
 Same distribution as the HF path: the same formulas in the same dtypes (attention in float32, as SDPA's
 math backend does for bf16), the same draw (``torch.multinomial`` with one sample is
@@ -121,30 +122,71 @@ def _rms(x, w, eps):
     return w * h.to(x.dtype)
 
 
-def step(w: Weights, kv: torch.Tensor, bias: torch.Tensor, tok: torch.Tensor, cos: torch.Tensor,
-         sin: torch.Tensor, at: int) -> torch.Tensor:
-    """One decoder step for the first ``n = len(tok)`` rows: writes their keys and values at cache index ``at``
-    and returns the next-token logits (n, vocab) in the compute dtype.
+class KV:
+    """The decode cache, float32: each distinct prompt's keys and values once (``prompt``: layers, 2, prompts,
+    kv_heads, P, head_dim, from the HF prefill ``hf_cache``; its padding as -inf in ``bias``) and each row's answer
+    so far (``answer``: layers, 2, rows, kv_heads, room, head_dim). Batch row i continues prompt ``u[i]``; rows
+    are sorted by prompt, so a prompt's rows attend to its keys in one matmul (``slot``: row -> slot in a
+    (prompts x slots) grid; ``dense`` when every slot is filled)."""
 
-    kv: float32 (layers, 2, rows, kv_heads, max_len, head_dim); bias: float32 (rows, max_len), 0 where a row
-    attends and -inf at its prompt padding; cos, sin: (n, head_dim) of each row's position.
-    """
+    def __init__(self, hf_cache, prompt_mask, u, room: int):
+        self.prompt = torch.stack([torch.stack(kv) for kv in _cache_layers(hf_cache)]).float()
+        self.bias = torch.zeros(prompt_mask.shape).masked_fill_(prompt_mask == 0, float("-inf"))
+        n_layers, _, _, heads, _, dim = self.prompt.shape
+        self.answer = torch.empty((n_layers, 2, len(u), heads, room, dim))
+        self._layout(u)
+
+    def _layout(self, u):
+        counts = torch.bincount(u, minlength=len(self.bias))
+        self.u, self.slots = u, int(counts.max())
+        self.slot = u * self.slots + torch.arange(len(u)) - (counts.cumsum(0) - counts)[u]
+        self.dense = len(u) == len(self.bias) * self.slots
+        self.row_bias = self.bias[u][:, None, None, :]
+
+    def keep(self, keep, length: int) -> None:
+        """Keep only batch rows ``keep`` (ascending) and the prompts they continue; answers are ``length`` long."""
+        self.answer[:, :, :len(keep), :, :length] = self.answer[:, :, keep, :, :length]
+        u = self.u[keep]
+        used = torch.unique(u)
+        if len(used) < len(self.bias):
+            self.prompt, self.bias, u = self.prompt[:, :, used], self.bias[used], torch.searchsorted(used, u)
+        self._layout(u)
+
+    def attend(self, i: int, q, t: int):
+        """Attention output (n, kv_heads, G, head_dim) of layer i for queries q (n, kv_heads, G, head_dim), scaled,
+        over each row's prompt and its answer positions 0 .. t."""
+        n, K, G, D = q.shape
+        U, S, P = len(self.bias), self.slots, self.bias.shape[1]
+
+        def to_grid(x):        # (n, K, G, X) -> (U, K, S * G, X): a prompt's rows side by side
+            if not self.dense:
+                x = x.new_zeros((U * S, *x.shape[1:])).index_copy_(0, self.slot, x)
+            return x.view(U, S, K, G, -1).transpose(1, 2).reshape(U, K, S * G, -1)
+
+        def from_grid(x):      # the inverse
+            x = x.view(U, K, S, G, -1).transpose(1, 2).reshape(U * S, K, G, -1)
+            return x if self.dense else x[self.slot]
+        keys, values = self.answer[i, 0, :n, :, :t + 1], self.answer[i, 1, :n, :, :t + 1]
+        scores = from_grid(torch.matmul(to_grid(q), self.prompt[i, 0].transpose(-1, -2))).add_(self.row_bias)
+        att = torch.cat([scores, torch.matmul(q, keys.transpose(-1, -2))], -1).softmax(-1)
+        return from_grid(torch.matmul(to_grid(att[..., :P]), self.prompt[i, 1])) + torch.matmul(att[..., P:], values)
+
+
+def step(w: Weights, kv: KV, tok: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, t: int) -> torch.Tensor:
+    """One decoder step for the first ``n = len(tok)`` rows of ``kv``: writes their keys and values at answer
+    position ``t`` and returns the next-token logits (n, vocab) in the compute dtype. cos, sin: (n, head_dim) of
+    each row's position."""
     n, H, K, D = len(tok), w.heads, w.kv_heads, w.head_dim
-    G, L = H // K, at + 1
-    cos, sin = cos[:, None], sin[:, None]
-    mask = bias[:n, None, None, :L]
+    cos, sin, half = cos[:, None], sin[:, None], D // 2
     x = F.embedding(tok, w.embed)
     for i, (w_in, w_qkv, w_o, w_post, w_gate, w_up, w_down) in enumerate(w.layers):
         qkv = F.linear(_rms(x, w_in, w.eps), w_qkv)
         qk = qkv[:, :(H + K) * D].view(n, H + K, D)
-        half = D // 2
         qk = qk * cos + torch.cat((-qk[..., half:], qk[..., :half]), dim=-1) * sin     # rotary, as HF
-        kv[i, 0, :n, :, at] = qk[:, H:]
-        kv[i, 1, :n, :, at] = qkv[:, (H + K) * D:].view(n, K, D)
-        q = qk[:, :H].reshape(n, K, G, D).float() * (D ** -0.5)
-        att = torch.matmul(q, kv[i, 0, :n, :, :L].transpose(-1, -2)).add_(mask).softmax(-1)
-        o = torch.matmul(att, kv[i, 1, :n, :, :L]).reshape(n, H * D).to(x.dtype)
-        x = x + F.linear(o, w_o)
+        kv.answer[i, 0, :n, :, t] = qk[:, H:]
+        kv.answer[i, 1, :n, :, t] = qkv[:, (H + K) * D:].view(n, K, D)
+        o = kv.attend(i, qk[:, :H].reshape(n, K, H // K, D).float() * (D ** -0.5), t)
+        x = x + F.linear(o.reshape(n, H * D).to(x.dtype), w_o)
         h = _rms(x, w_post, w.eps)
         x = x + F.linear(F.silu(F.linear(h, w_gate)) * F.linear(h, w_up), w_down)
     return F.linear(_rms(x, w.norm, w.eps), w.head)
@@ -169,23 +211,18 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
     cache = _new_cache(policy.model)
     logits = policy._forward(ids, pmask, cache, logits_to_keep=1)[:, -1]          # prefill
     where = torch.tensor(where)
-    logits, pmask, P = logits[where], pmask[where], ids.shape[1]
-    layers = _cache_layers(cache)
-    kv = torch.empty((len(layers), 2, B, w.kv_heads, P + T - 1, w.head_dim), dtype=torch.float32)
-    for i, (k, v) in enumerate(layers):
-        kv[i, 0, :, :, :P] = k[where]
-        kv[i, 1, :, :, :P] = v[where]
-    del cache, layers
-    bias = torch.zeros((B, P + T - 1), dtype=torch.float32)
-    bias[:, :P].masked_fill_(pmask == 0, float("-inf"))
-    pos = pmask.sum(1)                                     # each row's position of its first answer token
+    rows = torch.argsort(where, stable=True)              # batch row -> answer; rows sorted by prompt
+    u, in_order = where[rows], bool((rows == torch.arange(B)).all())
+    kv = KV(cache, pmask, u, T - 1)
+    del cache
+    logits, pos = logits[u], pmask.sum(1)[u]              # each row's position of its first answer token
     cos_t, sin_t = w.rope(int(pos.max()) + T)
     stop = torch.tensor(policy.stop_ids)
     tokens = torch.full((B, T), pad_id, dtype=torch.long)
     logps = torch.zeros((B, T), dtype=torch.float32)
     lengths = torch.zeros(B, dtype=torch.long)
     finished = torch.zeros(B, dtype=torch.bool)
-    rows, done = torch.arange(B), torch.zeros(B, dtype=torch.bool)      # batch row -> answer; stopped rows
+    done = torch.zeros(B, dtype=torch.bool)              # stopped rows
     noise = torch.empty((B, logits.shape[-1]), dtype=torch.float32) if temperature > 0 else None
     for t in range(T):
         logits = logits.float()
@@ -194,7 +231,7 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
         else:
             logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
             noise.exponential_(1, generator=generator)     # what torch.multinomial(p, 1) draws, for all B rows
-            q = noise if len(rows) == B else noise[rows]
+            q = noise if in_order else noise[rows]
             tok = (logp_all.exp() / q).argmax(-1)
         live = ~done
         tok = torch.where(live, tok, pad_id)
@@ -208,10 +245,8 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
         n_done = int(done.sum())
         if n_done and n_done >= len(rows) // 8 and T - t > 2:          # drop stopped rows from the batch
             keep = (~done).nonzero().squeeze(1)
-            L = P + t
-            kv[:, :, :len(keep), :, :L] = kv[:, :, keep, :, :L]
-            bias[:len(keep)] = bias[keep]
-            rows, done, tok, pos = rows[keep], done[keep], tok[keep], pos[keep]
-        logits = step(w, kv, bias, tok, cos_t[pos + t], sin_t[pos + t], P + t)
+            kv.keep(keep, t)
+            rows, done, tok, pos, in_order = rows[keep], done[keep], tok[keep], pos[keep], False
+        logits = step(w, kv, tok, cos_t[pos + t], sin_t[pos + t], t)
     tokens, logps, lengths, finished = tokens.tolist(), logps.tolist(), lengths.tolist(), finished.tolist()
     return [(tokens[i][:n], logps[i][:n], done) for i, (n, done) in enumerate(zip(lengths, finished))]
