@@ -31,4 +31,6 @@ case ",$extras," in *,verl,*)   # the pins of docs/scaling_out.md ("CI")
     pyvers==0.1.0 cloudpickle==3.1.3 orjson==3.13.0 omegaconf==2.3.0 antlr4-python3-runtime==4.9.3 \
     codetiming==1.4.0 hydra-core==1.3.8 ;;
 esac
+# jupyter nbconvert --execute: read the kernel's replies in short polls (jupyter/nbclient#312 stalls after widgets)
+.venv/bin/python -m toy_rl.nbconvert_client >/dev/null
 echo "toy_rl installed in .venv (extras: ${extras:-none})"

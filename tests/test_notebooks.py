@@ -109,6 +109,35 @@ def test_the_runners_client_reads_both_channels_in_slices(tmp_path):
         client._cleanup_kernel()
 
 
+def test_nbconvert_execute_uses_the_sliced_executor(tmp_path):
+    """Issue 31: `jupyter nbconvert --execute` (the venv's, configured by scripts/setup.sh) reads the replies in
+    slices too; with the stock ExecutePreprocessor notebook 00 sat out minutes after its slider (11 s sliced)."""
+    import json
+    from nbconvert.exporters import NotebookExporter
+    from traitlets.config import Config
+    from toy_rl.nbconvert_client import SlicedExecutePreprocessor, write_config
+    config = Config(json.loads(write_config(tmp_path).read_text()))
+    config.ExecutePreprocessor.enabled = True                     # what --execute sets
+    config.ExecutePreprocessor.kernel_name = "python3"
+    running = [p for p in NotebookExporter(config=config)._preprocessors if getattr(p, "enabled", False)]
+    assert [type(p) for p in running] == [SlicedExecutePreprocessor]
+    pre, seen = running[0], []
+    run_cell = pre.preprocess_cell
+
+    def spy(cell, resources, index):                              # the channels as each cell runs
+        seen.append({c.get_msg.__name__ for c in (pre.kc.shell_channel, pre.kc.iopub_channel)})
+        return run_cell(cell, resources, index)
+    pre.preprocess_cell = spy
+    nb, _ = pre.preprocess(nbformat.read(_write(tmp_path, "SMOKE = False", "print(1)"), as_version=4),
+                           {"metadata": {"path": str(tmp_path)}})
+    assert nb.cells[1].outputs and seen == [{"get_msg_in_slices"}] * 2
+
+
+def test_setup_sh_configures_nbconvert():
+    setup = Path(__file__).resolve().parents[1] / "scripts" / "setup.sh"
+    assert ".venv/bin/python -m toy_rl.nbconvert_client" in setup.read_text()
+
+
 def test_runner_needs_a_parameters_cell(tmp_path):
     path = _write(tmp_path, "SMOKE = False", tag_first=False)
     with pytest.raises(NotebookError, match="parameters"):

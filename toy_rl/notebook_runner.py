@@ -30,7 +30,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-from nbclient.util import ensure_async
+from nbclient.util import ensure_async, run_sync
 
 from .errors import Terminated
 
@@ -89,7 +89,21 @@ def _no_signal_handlers(sig, callback, *args):
     raise RuntimeError("toy_rl.notebook_runner sets the signal handlers itself")
 
 
-class SlicedNotebookClient(NotebookClient):
+class SlicedChannels:
+    """Mixin for an nbclient client: the kernel's shell and iopub replies read in short polls (:func:`sliced`)."""
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        for channel in (kc.shell_channel, kc.iopub_channel):
+            channel.get_msg = sliced(channel.get_msg)
+        return kc
+
+    def start_new_kernel_client(self):
+        """The sync entry (nbconvert's ``setup_kernel``): nbclient binds it to its own async method, not ours."""
+        return run_sync(self.async_start_new_kernel_client)()
+
+
+class SlicedNotebookClient(SlicedChannels, NotebookClient):
     """nbclient's client with the kernel's replies and outputs read in short polls (see ``sliced``): no stall after
     widget cells.
 
@@ -117,12 +131,6 @@ class SlicedNotebookClient(NotebookClient):
             for sig, handler in before.items():
                 loop.remove_signal_handler(sig)
                 signal.signal(sig, handler)
-
-    async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
-        for channel in (kc.shell_channel, kc.iopub_channel):
-            channel.get_msg = sliced(channel.get_msg)
-        return kc
 
     def _stop(self, sig, task) -> None:
         self.stopped_by = sig
