@@ -177,3 +177,18 @@ def test_the_lean_step_is_the_default_and_falls_back(monkeypatch):
                     FakeTokenizer())
     assert "model_type 'gpt2'" in gpt2.lean_reason()
     assert len(gpt2.sample(PROMPTS[:2], 3, 1.0)) == 2 and not calls
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_noise_of_stopped_rows_is_skipped_as_if_drawn(monkeypatch, skip):
+    """Both ways (skipping with int64 random_, or drawing in full where torch consumes the generator otherwise)."""
+    if skip and not decode._skip_matches():
+        pytest.skip("this torch's int64 random_ consumes the generator otherwise: the lean path draws in full")
+    monkeypatch.setattr(decode, "_skip_matches", lambda: skip)
+    needed = [True, False, False, True, True, False]
+    full, gen_full, gen = torch.empty(6, 9), torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    full.exponential_(1, generator=gen_full)
+    noise = torch.zeros(6, 9)
+    decode._draw_noise(noise, needed, gen)
+    assert torch.equal(noise[torch.tensor(needed)], full[torch.tensor(needed)])
+    assert torch.equal(gen.get_state(), gen_full.get_state())

@@ -14,7 +14,7 @@ most of the per-module Python. Rows that have stopped leave the batch once an ei
 
 Same distribution as the HF path: the same formulas in the same dtypes (attention in float32, as SDPA's
 math backend does for bf16), the same draw (``torch.multinomial`` with one sample is
-``argmax(p / Exp(1) noise)``; the noise is drawn for every row of the batch, stopped or not, so a seeded
+``argmax(p / Exp(1) noise)``; the generator advances over a stopped row's noise as if it were drawn, so a seeded
 generator gives the same tokens as the HF path), the same recorded log-probs. float32 logits agree with the
 HF forward to ~1e-6 (tests/test_lm_decode.py).
 
@@ -22,6 +22,7 @@ HF forward to ~1e-6 (tests/test_lm_decode.py).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -192,6 +193,32 @@ def step(w: Weights, kv: KV, tok: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     return F.linear(_rms(x, w.norm, w.eps), w.head)
 
 
+@functools.cache
+def _skip_matches() -> bool:
+    """Whether ``random_`` on int64 consumes the CPU generator exactly as float32 ``exponential_`` does (it does in
+    torch 2.13, at a third of the cost: no log); checked once, else stopped rows' noise is drawn in full."""
+    a, b = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    torch.empty(7, 5).exponential_(1, generator=a)
+    torch.empty(7, 5, dtype=torch.int64).random_(generator=b)
+    return torch.equal(a.get_state(), b.get_state())
+
+
+def _draw_noise(noise, needed, generator):
+    """Exp(1) noise in the rows of ``noise`` (B, vocab) where ``needed`` (B bools); the generator moves past the
+    other rows as one ``noise.exponential_()`` over all B rows would (what ``torch.multinomial`` draws)."""
+    if all(needed) or not _skip_matches():
+        noise.exponential_(1, generator=generator)
+        return
+    a = 0
+    for b in range(1, len(needed) + 1):
+        if b == len(needed) or needed[b] != needed[a]:
+            if needed[a]:
+                noise[a:b].exponential_(1, generator=generator)
+            else:
+                torch.empty((b - a, noise.shape[1]), dtype=torch.int64).random_(generator=generator)
+            a = b
+
+
 def _cache_layers(cache):
     """[(keys, values)] of a transformers DynamicCache (5.x ``layers``; 4.x ``key_cache`` / ``value_cache``)."""
     if hasattr(cache, "layers"):
@@ -223,14 +250,15 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
     lengths = torch.zeros(B, dtype=torch.long)
     finished = torch.zeros(B, dtype=torch.bool)
     done = torch.zeros(B, dtype=torch.bool)              # stopped rows
-    noise = torch.empty((B, logits.shape[-1]), dtype=torch.float32) if temperature > 0 else None
+    noise = torch.ones((B, logits.shape[-1]), dtype=torch.float32) if temperature > 0 else None
     for t in range(T):
         logits = logits.float()
         if temperature == 0:
             tok, logp_all = logits.argmax(-1), F.log_softmax(logits, dim=-1)
         else:
             logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
-            noise.exponential_(1, generator=generator)     # what torch.multinomial(p, 1) draws, for all B rows
+            needed = torch.zeros(B, dtype=torch.bool).index_fill_(0, rows[~done], True).tolist()
+            _draw_noise(noise, needed, generator)
             q = noise if in_order else noise[rows]
             tok = (logp_all.exp() / q).argmax(-1)
         live = ~done
