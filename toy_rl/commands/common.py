@@ -94,6 +94,9 @@ def probability(text: str) -> float:
     return value
 
 
+DTYPES = ("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16")   # rungs 3-4's --dtype
+
+
 def rule_name(text: str) -> str:
     """A type function: one of the clipping rules, or ``all``."""
     from ..clipping import RULES

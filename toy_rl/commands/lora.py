@@ -4,7 +4,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from .common import CommonFlags, check_out, nonnegative_int, positive_float, positive_int, print_json, show_progress
+from .common import (DTYPES, CommonFlags, check_out, nonnegative_int, positive_float, positive_int, print_json,
+                     show_progress)
 
 NAME = "lora"
 HELP = ("LoRA RL on a pretrained LM (default SmolLM2-135M-Instruct, offline on the CPU): held-out accuracy of the "
@@ -37,9 +38,9 @@ def add_arguments(p):
     p.add_argument("--micro-batch", type=positive_int, default=None,
                    help="answers per training forward (gradient accumulation; default: the preset's, else the "
                         "whole update)")
-    p.add_argument("--dtype", default=None, type=str.lower,
-                   choices=("float32", "fp32", "bfloat16", "bf16", "float16", "fp16"), metavar="DTYPE",
-                   help="float32 (default without a preset: on-policy ratios exactly 1), bfloat16 or float16")
+    p.add_argument("--dtype", default=None, type=str.lower, choices=DTYPES, metavar="DTYPE",
+                   help="float32 (default without a preset), bfloat16, float16, or auto (bfloat16 where the CPU or "
+                        "GPU has fast bf16); a bf16 run rescores its samples, so on-policy ratios stay exactly 1")
     p.add_argument("--controls", action="store_true",
                    help="the default comparison instead of --rule: the three rules and the protocol's controls "
                         "(fixed [0.6, 1.2], BAPO a-=0.8, fixed [0.8, 2.0], the authors' BAPO, rho0=0.5, then fixed at "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .common import CommonFlags, nonnegative_int, print_json, show_progress
+from .common import DTYPES, CommonFlags, nonnegative_int, print_json, show_progress
 
 NAME = "pilot"
 HELP = ("a short symmetric + BAPO pilot that names the regime (negatives-dominate or balanced) before any comparison: "
@@ -30,6 +30,9 @@ def add_arguments(p):
                    help="staleness of the pilot (default: the preset's; rungs 1 and 3: 2)")
     p.add_argument("--mode", default=None, choices=("reuse", "epochs", "lag"),
                    help="kind of staleness (default: the preset's; rung 1's reuse is epoch reuse, it has no epochs)")
+    p.add_argument("--dtype", default=None, type=str.lower, choices=DTYPES, metavar="DTYPE",
+                   help="rung 3: the compute dtype, auto (bfloat16 where the CPU or GPU has fast bf16), float32 or "
+                        "bfloat16 (default float32)")
     common = CommonFlags(p)
     common.train()
     common.seeds(None, help="pilot seeds (default: rung 1 8, rungs 2-3 1)")
@@ -70,8 +73,8 @@ def _pilot(args) -> dict:
         out.pop("records", None)
         return {"rung": 2, "preset": args.preset or DEFAULT_PRESET, **out}
     from ..lm.pilot import pilot
-    kw = {k: v for k, v in dict(seeds=seeds, steps=steps, staleness=args.staleness, mode=args.mode).items()
-          if v is not None}
+    kw = {k: v for k, v in dict(seeds=seeds, steps=steps, staleness=args.staleness, mode=args.mode,
+                                dtype=args.dtype).items() if v is not None}
     return {"rung": 3, **pilot(args.task, out=args.out, smoke=args.smoke, progress=show_progress(args), **kw)}
 
 
