@@ -37,6 +37,15 @@ def cpu_info() -> tuple[str, str]:
     return field("model name") or "unknown", ", ".join(found) or "none of amx / avx512_bf16"
 
 
+def torch_machine_line() -> str:
+    """One line: the machine, its bf16 flags, the torch threads in use and torch's build (rung-3 benches)."""
+    import os
+    import torch
+    cpu, flags = cpu_info()
+    return (f"machine: {platform.machine()}, {cpu}, {torch.get_num_threads()} of {os.cpu_count()} cores in use; "
+            f"bf16 flags: {flags}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})")
+
+
 def interleaved(fns: dict, repeats: int, warmup: int = 2) -> dict:
     """{name: median seconds} of each function, run in turn ``repeats`` times after ``warmup`` rounds."""
     for _ in range(warmup):

@@ -22,15 +22,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
-import platform
 import random
 import statistics
 import time
 
 import torch
 
-from bench_bf16 import cpu_info
+from bench_bf16 import torch_machine_line
 
 DTYPES = ("float32", "bfloat16")
 
@@ -125,9 +123,7 @@ def main() -> int:
         print(f"skipped: {llm_missing()}")
         return 0
     torch.set_num_threads(args.threads)
-    cpu, flags = cpu_info()
-    print(f"machine: {platform.machine()}, {cpu}, {torch.get_num_threads()} of {os.cpu_count()} cores in use; "
-          f"bf16 flags: {flags}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})")
+    print(torch_machine_line())
     task_name = "search-hard-warm" if "search-hard-warm" in LM_SEARCH_TASKS else "add"
     task = make_task("lm", task_name)
     pols = {dt: make(dt, task) for dt in DTYPES}

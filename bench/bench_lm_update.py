@@ -18,15 +18,13 @@ Run: python bench/bench_lm_update.py [--repeats 3 --task add --threads 1]
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import random
 import statistics
 import time
 
 import torch
 
-from bench_bf16 import cpu_info
+from bench_bf16 import torch_machine_line
 
 DTYPES = ("float32", "bfloat16")
 PHASES = ("sample", "score old log-probs", "forward + backward + step")
@@ -89,9 +87,7 @@ def main() -> int:
         print(f"skipped: {llm_missing()}")
         return 0
     torch.set_num_threads(args.threads)
-    cpu, flags = cpu_info()
-    print(f"machine: {platform.machine()}, {cpu}, {torch.get_num_threads()} of {os.cpu_count()} cores in use; "
-          f"bf16 flags: {flags}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})")
+    print(torch_machine_line())
     preset, task = preset_name(), make_task("lm", args.task)
     cfg = RLConfig(rule="bapo", **rl_defaults(task, preset))
     pols = policies(preset, task)
