@@ -191,6 +191,23 @@ def test_the_rung2_regime_follows_from_the_committed_runs():
             f"KL per update {sym['approx_kl']:.3f}") in flat
 
 
+def test_the_rung3_pilot_regime_follows_from_the_committed_runs():
+    """docs/findings.md, rung 3, "the pilot says yes": BAPO's updates in results/pilot/ (issue 26)."""
+    from toy_rl.experiments import load
+    from toy_rl.experiments.pilot import summarise_records
+    runs = load(ROOT / "results" / "pilot" / "smollm2-135m-search-hard-warm")
+    bapo, sym = runs["reuse-2", "bapo"], runs["reuse-2", "symmetric"]
+    g = summarise_records(bapo, sym)
+    seconds = [r["seconds"] for r in bapo[0] if not r.get("final")]
+    flat = " ".join(FINDINGS.read_text().split())
+    assert g["regime"] == "negatives-dominate" and "**negatives-dominate**" in flat
+    assert (f"λ median {g['lambda']['q50']:.2f} (q10–q90 {g['lambda']['q10']:.2f}–{g['lambda']['q90']:.2f}), ρ before "
+            f"the search median {g['rho_before']['q50']:.2f} and below ρ0 in {100 * g['rho_below_target_frac']:.1f} % of "
+            f"updates, bounds moved in {100 * g['search_moved_frac']:.1f} % (mean bounds [{g['c_low_mean']:.2f}, "
+            f"{g['c_high_mean']:.2f}])") in flat
+    assert f"an update took {sum(seconds) / len(seconds):.1f} s on average" in flat
+
+
 def test_the_rung2_partial_rollout_numbers_follow_from_the_committed_runs():
     """docs/findings.md, rung 2, "Under partial rollout": regime, drift, accuracies and the smallest p_holm, from
     results/compare/long-failures-partial (token ages are notebook 05's output)."""

@@ -130,3 +130,20 @@ def test_the_train_flag_sets_what_may_train(tree):
     settle(args)
     assert train_mode() == "never"
     assert main(["bandit", "--train", "sometimes"]) == 2                   # argparse names the choices
+
+
+def test_collect_leaves_stored_batches_out_where_asked(tmp_path, monkeypatch):
+    import torch
+
+    from toy_rl.course import logs
+    for name in ("slim", "full"):
+        folder = tmp_path / "runs" / name / "on-policy" / "bapo" / "seed0"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text('{"steps": 1}')
+        (folder / "metrics.jsonl").write_text('{"step": 0, "rho": 0.5}\n{"step": 1, "final": true, "accuracy": 0.5}\n')
+        torch.save({0: {"logp": torch.zeros(1, 2), "old_logp": torch.zeros(1, 2), "advantages": torch.ones(1),
+                        "mask": torch.ones(1, 2)}}, folder / "batches.pt")
+    monkeypatch.setattr(logs, "NO_BATCHES", {"slim"})
+    collect(tmp_path / "runs", tmp_path / "results", {"slim": "a", "full": "b"})
+    kept = {p.relative_to(tmp_path / "results").parts[0] for p in (tmp_path / "results").rglob("batches.pt")}
+    assert kept == {"full"}

@@ -39,9 +39,16 @@ LOGGED = {
     "bandit-grid/long-failures": "toy-rl bandit --compare long-failures --grid --seeds 20",
     "compare/long-failures-lr0.00025": ("toy-rl arithmetic --compare long-failures --lr 0.00025 --rule symmetric "
                                         "clip-higher bapo --seeds 10 --workers 2"),
+    "pilot/smollm2-135m-search-hard-warm": ("toy-rl pilot --rung 3 --task search-hard-warm --dtype bfloat16 "
+                                            "(symmetric and BAPO, staleness 2, 8 updates, seed 0)"),
     "compare/long-failures-lr0.001": ("toy-rl arithmetic --compare long-failures --lr 0.001 --rule symmetric "
                                       "clip-higher bapo --seeds 10 --workers 2"),
 }
+
+
+# Experiments whose stored batches (batches.pt) stay out of results/: no notebook re-reads them, and results/ has
+# a size budget (tests/test_course.py).
+NO_BATCHES = {"pilot/smollm2-135m-search-hard-warm"}
 
 
 def run_folders(root) -> list[Path]:
@@ -79,7 +86,7 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None) -> list[Pat
             target = dest / folder.relative_to(src)
             target.mkdir(parents=True, exist_ok=True)
             for f in KEPT:
-                if (folder / f).is_file():
+                if (folder / f).is_file() and not (f == "batches.pt" and name in NO_BATCHES):
                     shutil.copyfile(folder / f, target / f)
             written.append(target)
     record_making(chosen, dest, listed=experiments)
