@@ -371,10 +371,39 @@ def test_comparison_runs_the_controls_paired_by_seed_and_judges_claims_5_and_6(t
         compare(FirstDigitTask(), seeds=(0,), out=tmp_path, model=tiny_llama)
 
 
+def test_comparison_with_workers_trains_the_missing_runs_ahead_then_reads_them_back(tmp_path, monkeypatch):
+    """workers=2: the missing runs go to the pool (BAPO's first, then the fixed rule at its mean bounds), the
+    warm start is made once before it, and the sweep reads them back: the numbers of a one-worker comparison."""
+    import toy_rl.lm.comparison as comparison
+    import toy_rl.lm.run as lm_run
+    from toy_rl.experiments.controls import control_rules
+    from toy_rl.rl.config import rule_label
+    asked, warm = [], []
+
+    def in_process(specs, workers):
+        asked.append(([rule_label(s.rl.rule).split("-")[0] for s in specs], workers))
+        return [run(s) for s in specs]
+
+    monkeypatch.setattr(comparison, "run_all", in_process)
+    monkeypatch.setattr(lm_run, "make_warm_start", lambda spec: warm.append(spec))
+    rules = {k: v for k, v in control_rules().items() if k in ("symmetric", "bapo")}
+    kw = dict(seeds=(0, 1), staleness=2, rules=rules, steps=2, model=tiny_llama, progress=False, **TINY)
+    pooled = comparison.compare(FirstDigitTask(), workers=2, out=tmp_path / "two", **kw)
+    assert [names for names, _ in asked] == [["bapo", "bapo", "symmetric", "symmetric"], ["fixed", "fixed"]]
+    assert {w for _, w in asked} == {2} and len(warm) == 2
+    one = comparison.compare(FirstDigitTask(), out=tmp_path / "one", **kw)
+    assert len(asked) == 2                                           # one worker: nothing goes to the pool
+    assert [r["auc_accuracy"] for r in pooled["rows"]] == [r["auc_accuracy"] for r in one["rows"]]
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        comparison.compare(FirstDigitTask(), workers=0, out=tmp_path, **kw)
+
+
 def test_cli_controls_needs_one_staleness_and_two_seeds(capsys):
     from toy_rl.cli import main
     assert main(["lora", "--controls", "--staleness", "2", "4", "--seeds", "2"]) == 2
     assert "--controls compares the rules in one cell" in capsys.readouterr().err
+    assert main(["lora", "--workers", "2"]) == 2
+    assert "give it with --controls" in capsys.readouterr().err
 
 
 def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, tmp_path):
@@ -383,8 +412,8 @@ def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, t
     from toy_rl.cli import main
     seen = {}
 
-    def fake_compare(task, seeds, staleness, rules=None, **settings):
-        seen.update(rules=rules, seeds=list(seeds), staleness=staleness)
+    def fake_compare(task, seeds, staleness, rules=None, workers=1, **settings):
+        seen.update(rules=rules, seeds=list(seeds), staleness=staleness, workers=workers)
         return dict(task="search", scenario="reuse-2", seeds=list(seeds), steps=1, rows=[], seeds_for_3_points=None)
 
     monkeypatch.setattr(comparison, "compare", fake_compare)
@@ -392,6 +421,10 @@ def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, t
     assert main(["lora", "--controls", "--rule", "symmetric", "bapo", "--staleness", "2", "--seeds", "2",
                  "--task", "search", "--json", "--out", str(tmp_path)]) == 0
     assert sorted(seen["rules"]) == ["bapo", "symmetric"] and seen["seeds"] == [0, 1] and seen["staleness"] == 2
+    assert seen["workers"] == 1
+    assert main(["lora", "--controls", "--staleness", "2", "--seeds", "2", "--task", "search", "--json",
+                 "--workers", "2", "--out", str(tmp_path)]) == 0
+    assert seen["workers"] == 2
     assert main(["lora", "--controls", "--staleness", "2", "--seeds", "2", "--task", "search", "--json",
                  "--out", str(tmp_path)]) == 0
     assert seen["rules"] is None                                     # no --rule (all three): every control

@@ -1,4 +1,6 @@
 """toy_rl.lm.warmstart: the LoRA warm start on worked answers, and its cache (tiny random Llama, no download)."""
+import json
+
 import pytest
 
 pytest.importorskip("peft", reason="the llm extras are not installed (pip install 'toy_rl[llm]')")
@@ -130,3 +132,21 @@ def test_the_up_front_line_names_the_warm_start(tmp_path):
     plan = eta.Plan(specs=[spec])
     assert "rung-3 LoRA warm start for search-warm (not cached)" in plan.describe()
     assert plan.seconds() == pytest.approx(eta.run_seconds(spec) + 50 * SECONDS_PER_STEP)
+
+
+def test_the_up_front_line_knows_a_bf16_warm_start_is_cached_apart(tmp_path):
+    """bf16 runs start from their own warm start ("smollm2-135m@bfloat16" in its key): the plan of a bf16 run
+    finds it in the cache, and a float32 run's plan still says its own is missing."""
+    from toy_rl import eta
+    from toy_rl.experiments import make_spec, make_task
+    from toy_rl.lm.run import spec_warm_start_label
+    task = make_task("lm", "search-warm")
+    folder = ws.cache_dir() / "bf16-warm-start"
+    folder.mkdir(parents=True)
+    (folder / "adapters.pt").write_bytes(b"")
+    (folder / "meta.json").write_text(json.dumps(ws._settings(task, 50, ws.BATCH, ws.LR, 0, "smollm2-135m@bfloat16")))
+    bf16, fp32 = (make_spec("lm", "search-warm", rule="bapo", steps=8, out=str(tmp_path), device="cpu", dtype=d)
+                  for d in ("bfloat16", "float32"))
+    assert (spec_warm_start_label(bf16), spec_warm_start_label(fp32)) == ("smollm2-135m@bfloat16", "smollm2-135m")
+    assert "warm start" not in eta.Plan(specs=[bf16]).describe()
+    assert "rung-3 LoRA warm start for search-warm (not cached)" in eta.Plan(specs=[fp32]).describe()

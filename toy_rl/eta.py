@@ -255,8 +255,8 @@ class Plan:
 
     def _lm_warm(self) -> list:
         """Rung 3's LoRA warm starts the runs will train first (not cached yet), as (task label, seconds)."""
-        from .experiments.layout import model_label
         from .experiments.tasks import make_task, task_label
+        from .lm.run import spec_warm_start_label
         from .lm.warmstart import estimated_seconds, is_cached
         out = {}
         for s in self.specs:
@@ -265,7 +265,7 @@ class Plan:
             task = make_task("lm", s.task)
             steps = getattr(task, "warm_start", 0)
             label = task_label("lm", task)
-            if steps and label not in out and not is_cached(task, steps, model_label(s.model)):
+            if steps and label not in out and not is_cached(task, steps, spec_warm_start_label(s)):
                 out[label] = estimated_seconds(steps)
         return list(out.items())
 

@@ -47,6 +47,9 @@ def add_arguments(p):
                         "BAPO's mean bounds) at one --staleness, tests paired by seed with Holm, the regime, the "
                         "verdicts on claims 5 and 6 (toy_rl.lm.comparison); with --rule, only those rules (and "
                         "the fixed rule at BAPO's mean bounds), a cheaper comparison; --rule all: every control")
+    p.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                   help="with --controls: runs at once, each in its own process on --threads threads (default 1; "
+                        "2 on a free 2-core machine)")
     common = CommonFlags(p)
     common.train()
     common.sized("--eval-size", DEFAULTS["eval_size"], SMOKE["eval_size"],
@@ -69,6 +72,8 @@ def add_arguments(p):
 def _check(args) -> None:
     if args.partial is not None and any(args.staleness):
         raise ValueError("--partial is its own kind of staleness: use it with --staleness 0")
+    if args.workers > 1 and not args.controls:
+        raise ValueError("--workers runs a comparison's runs side by side: give it with --controls")
     if args.controls and (len(args.staleness) != 1 or args.seeds < 2):
         raise ValueError("--controls compares the rules in one cell: give one --staleness and --seeds 2 or more "
                          f"(tests pair runs by seed); got --staleness {' '.join(map(str, args.staleness))} "
@@ -165,8 +170,8 @@ def _controls(args, task, seeds, out, progress, kw) -> int:
     if not getattr(args, "_all_rules", True):
         rules = {k: v for k, v in control_rules().items() if k in args.rule}
     t0 = time.perf_counter()
-    result = compare(task, seeds, args.staleness[0], rules=rules, mode=args.mode, partial=args.partial,
-                     steps=args.steps, out=out, smoke=args.smoke, progress=progress, eval_size=args.eval_size,
+    result = compare(task, seeds, args.staleness[0], rules=rules, workers=args.workers, mode=args.mode, partial=args.partial,
+                     steps=args.steps, out=out, smoke=args.smoke, progress=progress and args.workers == 1, eval_size=args.eval_size,
                      threads=args.threads, device=args.device, **kw)
     verdicts = comparison_verdicts(result)
     if args.json:

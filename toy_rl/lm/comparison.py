@@ -19,12 +19,12 @@ and read back anywhere.
 from __future__ import annotations
 
 from ..eta import Plan, up_front
-from ..experiments import grid, sweep
+from ..experiments import grid, status, sweep
 from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.layout import scenario_of
 from ..experiments.pilot import summarise_records
 from ..experiments.runner import read_back
-from ..arithmetic.comparison import REFERENCE, realised_bounds, seeds_needed, table_rows, with_verdicts_p
+from ..arithmetic.comparison import REFERENCE, realised_bounds, run_all, seeds_needed, table_rows, with_verdicts_p
 from ..arithmetic.pilot import search_outcome
 
 
@@ -33,12 +33,25 @@ def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
             for label, rule in rules.items()}
 
 
-def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict | None = None, **settings) -> dict:
-    """The rung-3 comparison (module docstring). ``settings``: what :func:`toy_rl.experiments.make_spec` takes
+def _train_ahead(todo: list, workers: int) -> None:
+    """With ``workers`` > 1, train the runs ``todo`` (still missing) that many at a time (fresh processes, each on
+    its spec's threads), after making the task's LoRA warm start once here; the sweep then reads them back."""
+    if workers > 1 and len(todo) > 1:
+        from .run import make_warm_start
+        make_warm_start(todo[0])
+        run_all(todo, workers)
+
+
+def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict | None = None, workers: int = 1,
+            **settings) -> dict:
+    """The rung-3 comparison (module docstring). ``workers``: runs at once (processes; 2 on a free 2-core CPU).
+    ``settings``: what :func:`toy_rl.experiments.make_spec` takes
     (steps, mode, out, model, preset, device, smoke, progress, ...). Returns {"task", "seeds", "steps",
     "scenario", "rows" (BAPO the reference; p_holm from the verdicts' family), "gate" (BAPO's regime), "search", "mean_bounds",
     "seeds_for_3_points", "runs"}, as :func:`toy_rl.arithmetic.comparison.compare` does."""
     seeds = list(seeds)
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1; got {workers}")
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
     rules = control_rules() if rules is None else dict(rules)
@@ -46,7 +59,9 @@ def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict
     specs = _specs(task, ordered, staleness, seeds, **settings)
     every = [s for group in specs.values() for s in group]
     todo = [s for s, done in zip(every, read_back(every)) if done is None]     # says which runs results/ holds
-    with up_front(Plan(specs=todo + (specs[REFERENCE] if REFERENCE in specs else []))):  # + the mean-bounds runs
+    plan = Plan(specs=todo + (specs[REFERENCE] if REFERENCE in specs else []), workers=workers)  # + mean bounds
+    with up_front(plan):
+        _train_ahead(todo, workers)
         runs = {label: next(iter(sweep(group, announce_logged=False).values())) for label, group in specs.items()}
         first = next(iter(specs.values()))[0]
         result = dict(task=str(task), seeds=seeds, steps=first.rl.steps, scenario=scenario_of(first))
@@ -54,6 +69,7 @@ def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict
             lo, hi = realised_bounds(runs[REFERENCE])
             rules[MEAN_BOUNDS] = mean_bounds_rule(lo, hi)
             group = _specs(task, {MEAN_BOUNDS: rules[MEAN_BOUNDS]}, staleness, seeds, **settings)[MEAN_BOUNDS]
+            _train_ahead([s for s in group if status(s) != "finished"], workers)
             runs[MEAN_BOUNDS] = next(iter(sweep(group).values()))
             result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
                           search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])

@@ -172,11 +172,22 @@ def warm_policy(policy, task, model, progress: bool = False):
     steps = getattr(task, "warm_start", 0)
     if steps:
         from .warmstart import warm_start
-        label, dtype = model_label(model), getattr(policy, "dtype", torch.float32)
-        if dtype != torch.float32:                    # cached apart: float32 runs keep their own warm start
-            label += "@" + str(dtype).removeprefix("torch.")
-        warm_start(policy, task, steps, model=label, progress=progress)
+        warm_start(policy, task, steps, model=warm_start_label(model, getattr(policy, "dtype", torch.float32)),
+                   progress=progress)
     return policy
+
+
+def warm_start_label(model, dtype) -> str:
+    """The model's name in the warm-start cache key: float32 runs keep their own warm start, other dtypes are
+    cached apart ("smollm2-135m@bfloat16")."""
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    label = model_label(model)
+    return label if dtype == torch.float32 else label + "@" + str(dtype).removeprefix("torch.")
+
+
+def spec_warm_start_label(spec) -> str:
+    """:func:`warm_start_label` of the dtype ``spec``'s runs compute in."""
+    return warm_start_label(spec.model, resolve_dtype(model_settings(spec)["dtype"], spec.device))
 
 
 # ------------------------------------------------------------------------------------------ baseline
@@ -218,6 +229,18 @@ def baseline(model=SMOLLM2, task="add", eval_size: int = 100, policy=None, promp
 
 
 # ------------------------------------------------------------------------------------------ one run
+
+def make_warm_start(spec) -> None:
+    """Make (or find) the LoRA warm start ``spec``'s runs start from, in this process: what a comparison does once
+    before its worker processes start, so that they do not each train it."""
+    task = make_task("lm", spec.task)
+    if getattr(task, "warm_start", 0):
+        settings = model_settings(spec)
+        settings["dtype"] = resolve_dtype(settings["dtype"], spec.device)
+        with cpu_threads(spec.threads):
+            warm_policy(make_policy(spec.model, task, spec.rl.seed, device=spec.device, **settings), task,
+                        spec.model, progress=spec.progress)
+
 
 def train(spec, folder) -> list[dict]:
     """One LoRA RL run of ``spec`` in ``folder`` through :func:`toy_rl.rl.loop.train` (resumes from its
