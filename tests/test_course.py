@@ -6,6 +6,7 @@ longer matches its committed copy: rebuild with `toy-rl course build`.
 import base64
 import io
 import json
+import shutil
 
 import nbformat
 import numpy as np
@@ -279,6 +280,27 @@ def test_collect_only_some_experiments_leaves_the_others(tmp_path):
     assert len(written) == 1 and (dest / "kept" / "x" / "config.json").exists()
     with pytest.raises(ValueError, match="unknown experiment"):
         collect(tmp_path / "runs", dest, {"exp": "make it"}, only=["nope"])
+
+
+def test_collect_finished_copies_an_experiment_still_training_as_far_as_it_got(tmp_path):
+    """A comparison trained across sessions: its finished runs go into results/, each unfinished one (a clean log
+    without its final record, one with no log yet) is named and left out; a damaged one is still refused."""
+    _run_folder(tmp_path)
+    running = tmp_path / "runs" / "exp" / "on-policy" / "bapo" / "seed1"
+    shutil.copytree(tmp_path / "runs" / "exp" / "on-policy" / "bapo" / "seed0", running)
+    (running / "metrics.jsonl").write_text(GOOD[0] + "\n" + GOOD[1][:9])          # update 1 being written
+    started = running.parent / "seed2"
+    started.mkdir()
+    (started / "config.json").write_text('{"steps": 2}')
+    with pytest.raises(ValueError, match="seed1"):
+        collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"})
+    skipped = []
+    written = collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"}, finished=True, skipped=skipped)
+    assert [p.name for p in written] == ["seed0"] and skipped == [(running, 1), (started, 0)]
+    assert not (tmp_path / "results" / "exp" / "on-policy" / "bapo" / "seed1").exists()
+    (running / "metrics.jsonl").write_text(GOOD[1] + "\n")                         # update 0 missing: damage
+    with pytest.raises(ValueError, match="record 1"):
+        collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"}, finished=True)
 
 
 def test_numbers_the_text_states_that_no_output_shows_are_flagged():

@@ -21,6 +21,9 @@ def add_arguments(p):
     p.add_argument("--runs", type=Path, default=Path("runs"), help="collect: where the runs are (default runs)")
     p.add_argument("--only", nargs="+", metavar="EXPERIMENT",
                    help="collect: only these experiments (e.g. bandit-grid/long-failures); the rest of results/ stays")
+    p.add_argument("--finished", action="store_true",
+                   help="collect: an experiment still training is copied as far as it got: its finished runs, "
+                        "each unfinished one named and left out (a damaged log is still refused)")
     common = CommonFlags(p)
     common.json("build: one entry per notebook; check: the differences per notebook")
 
@@ -31,7 +34,10 @@ def run(args) -> int:
     from ..course.logs import size
     notebooks(args.notebooks)                           # an unknown name: one line, before any work
     if args.action == "collect":
-        written = collect(args.runs, only=args.only)
+        skipped: list = []
+        written = collect(args.runs, only=args.only, finished=args.finished, skipped=skipped)
+        for folder, updates in skipped:
+            print(f"left out (still training, {updates} updates logged): {folder}")
         print(f"{len(written)} run folders copied into {RESULTS} ({size(RESULTS) / 1e6:.1f} MB)")
         return 0
     if args.action == "build":

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 
 from ..experiments.logged import ABOUT, RESULTS, ROOT   # results/: the logs of the runs the full notebooks show
-from ..rl.logbook import check_run
+from ..rl.logbook import check_run, updates_so_far
 
 NOTEBOOKS = ROOT / "notebooks"
 COURSE = ROOT / "docs" / "course"    # committed: the executed notebooks
@@ -56,12 +56,21 @@ def run_folders(root) -> list[Path]:
     return sorted({p.parent for name in ("metrics.jsonl", "rows.json") for p in Path(root).rglob(name)})
 
 
-def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None) -> list[Path]:
+def in_progress(root) -> list[Path]:
+    """Run folders under ``root`` that have started (a config.json) but hold no metrics.jsonl yet."""
+    return sorted(p.parent for p in Path(root).rglob("config.json") if not (p.parent / "metrics.jsonl").exists())
+
+
+def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None, finished=False,
+            skipped: list | None = None) -> list[Path]:
     """Copy :data:`KEPT` of every run folder under ``src/<experiment>`` to the same place under ``dest``, replacing
     what ``dest`` held (folders of experiments no longer listed are removed); returns the folders written. A
     listed experiment missing from ``src`` is a FileNotFoundError naming its command, and a damaged run (one that
     fails :func:`check_run`) a ValueError naming its file and line, both before anything changes. ``only``: the
-    names of some experiments: just those are replaced, the rest of ``dest`` is left as it is."""
+    names of some experiments: just those are replaced, the rest of ``dest`` is left as it is. ``finished``: an
+    experiment still training is collected as far as it got: a run whose log is a clean start without its final
+    record (:func:`~toy_rl.rl.logbook.updates_so_far`) is left out and appended to ``skipped`` as (folder,
+    updates logged); a damaged one is still refused."""
     src, dest = Path(src), Path(dest)
     unknown = sorted(set(only or ()) - set(experiments))
     if unknown:
@@ -70,8 +79,15 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None) -> list[Pat
     for name, how in chosen.items():
         if not (src / name).is_dir():
             raise FileNotFoundError(f"{src / name} does not exist: make it first ({how})")
+    left_out = set()
     for name in chosen:
-        for folder in run_folders(src / name):
+        for folder in run_folders(src / name) + (in_progress(src / name) if finished else []):
+            so_far = updates_so_far(folder) if finished else None
+            if so_far is not None:
+                left_out.add(folder)
+                if skipped is not None:
+                    skipped.append((folder, so_far))
+                continue
             check_run(folder)
     if only is None:
         tops = {name.split("/")[0] for name in experiments}
@@ -82,7 +98,7 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None) -> list[Pat
         shutil.rmtree(dest / name, ignore_errors=True)
     written = []
     for name in chosen:
-        for folder in run_folders(src / name):
+        for folder in [f for f in run_folders(src / name) if f not in left_out]:
             target = dest / folder.relative_to(src)
             target.mkdir(parents=True, exist_ok=True)
             for f in KEPT:

@@ -137,6 +137,24 @@ def check_finished_log(path, steps: int) -> list[dict]:
     return [r for _, r in records]
 
 
+def updates_so_far(folder) -> int | None:
+    """How many updates a run still training has logged: its ``metrics.jsonl`` (missing: 0) is a clean start of a
+    log (strict JSON lines, updates 0..n-1 once each and in order, no final record; a torn last line, being
+    written, is dropped). None for a finished log or a damaged one. Reads only."""
+    path = Path(folder) / "metrics.jsonl"
+    if not path.is_file():
+        return 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            records = _parse(path, path.read_text().split("\n"), repair_last=True, strict=True)
+    except ValueError:
+        return None
+    if any(r.get("final") or r.get("step") != n for n, (_, r) in enumerate(records)):
+        return None
+    return len(records)
+
+
 def check_run(folder) -> None:
     """The gate in front of ``results/`` (``toy-rl course collect``): a run folder is kept only if its
     ``config.json`` is a strict-JSON object with an integer ``steps``, its ``metrics.jsonl`` is that run's whole
