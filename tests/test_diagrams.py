@@ -1,5 +1,8 @@
 """toy_rl.diagrams: each schematic is a small Figure with alt text, readable, checked inputs; BAPO's drawn search
-lands where the library's does."""
+lands where the library's does; each notebook embeds its diagram after a markdown cell carrying the alt text."""
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +12,9 @@ from matplotlib.figure import Figure
 from toy_rl import diagrams
 from toy_rl.clipping import BAPO
 
+ROOT = Path(__file__).resolve().parents[1]
+EMBEDDED = {"quadrants": "00_clipping", "bapo_search_path": "00_clipping", "reuse_timeline": "02_off_policy_bandit",
+            "lag_timeline": "02_off_policy_bandit", "partial_rollout_timeline": "05_partial_rollout"}
 
 
 def _texts(fig):
@@ -77,6 +83,7 @@ def test_diagrams_are_deterministic():
     (lambda: diagrams.bapo_search_path(np.array([1.0, -1.0]), np.ones(2)), "> 0"),
     (lambda: diagrams.bapo_search_path(np.ones(3)), "both"),
     (lambda: diagrams.bapo_search_path(np.ones(0), np.ones(0)), "empty"),
+    (lambda: diagrams.bapo_search_path(rho0=1.5), "rho0"),
 ])
 def test_bad_input_is_a_clear_value_error(call, message):
     with pytest.raises(ValueError, match=message):
@@ -111,3 +118,15 @@ def test_tensors_are_accepted_as_they_are():
     ratio, adv = diagrams.example_batch()
     as_tensors = diagrams.search_path(torch.tensor(ratio, dtype=torch.float32), torch.tensor(adv))
     assert as_tensors[-1][:2] == pytest.approx(diagrams.search_path(ratio, adv)[-1][:2])
+
+
+@pytest.mark.parametrize("name", sorted(diagrams.ALT))
+def test_each_notebook_draws_its_diagram_once_after_its_alt_text(name):
+    nb = json.loads((ROOT / "notebooks" / f"{EMBEDDED[name]}.ipynb").read_text())
+    cells = [("".join(c["source"]), c["cell_type"]) for c in nb["cells"]]
+    at = [i for i, (src, kind) in enumerate(cells) if kind == "code" and f"import {name}" in src]
+    assert len(at) == 1, f"{name} is drawn by {len(at)} cells"
+    source, (before, kind) = cells[at[0]][0], cells[at[0] - 1]
+    assert kind == "markdown" and diagrams.ALT[name] in " ".join(before.split())
+    assert len(before.split()) <= 60
+    assert not source.rstrip().endswith(";"), "the figure is the cell's value: a trailing ; would hide it"

@@ -268,6 +268,8 @@ def search_path(ratio, adv, rho0: float = RHO0, low_range=LOW_RANGE, high_range=
                 low_step: float = LOW_STEP, high_step: float = HIGH_STEP) -> list[tuple[float, float, float]]:
     """Algorithm 1 (paper, upper bound first) on one batch: every (c_low, c_high, ρ) the loop visits, in order;
     the last is where it stops (as :meth:`toy_rl.clipping.BAPO.search_loop` with the same settings)."""
+    if not (isinstance(rho0, (int, float)) and 0 < rho0 < 1):
+        raise ValueError(f"rho0 must lie in (0, 1): a share of the gradient-carrying mass; got {rho0!r}")
     ratio, adv = _as_array("ratio", ratio), _as_array("adv", adv)
     if ratio.shape != adv.shape:
         raise ValueError(f"ratio and adv must have the same shape; got {ratio.shape} and {adv.shape}")
@@ -289,9 +291,9 @@ def bapo_search_path(ratio=None, adv=None, rho0: float = RHO0) -> Figure:
     """BAPO's search (Algorithm 1, defaults of §5.1; ρ as the positive share of the gradient-carrying mass, Eq. 8
     read as the paper's text intends; docs/paper_vs_code.md) drawn on one batch.
 
-    Teaches: the bounds the loop may visit do not depend on the data (left: c_high from a⁺ = 1.2 to b⁺ = 3.0 in
-    steps δ1 = 0.05, then c_low from a⁻ = 0.6 to b⁻ = 0.9 in steps δ2 = 0.02); only where it stops does (right: ρ at
-    each step, stopping at the first ρ >= ρ0). ``ratio``, ``adv``: one entry per token (tensors or arrays of one
+    Teaches: the bounds the loop may visit do not depend on the data (left: c_high from a⁺ = 1.2 to b⁺ = 3.0
+    in steps δ1 = 0.05, then c_low from a⁻ = 0.6 to b⁻ = 0.9 in steps δ2 = 0.02); only where it stops does
+    (right: ρ at each step, stopping at the first ρ >= ρ0). ``ratio``, ``adv``: one entry per token (tensors or arrays of one
     shape; padding left out); default :func:`example_batch`. Blue: the points this batch's search visits.
     """
     if (ratio is None) != (adv is None):
