@@ -51,6 +51,20 @@ def test_band_draws_the_mean_and_its_student_t_band():
     assert len(ax.collections) == 1 and window_label(3) == " (mean of 3)" and window_label(1) == ""
 
 
+def test_band_is_cut_to_what_the_quantity_can_take_and_markers_keep_coinciding_lines_visible():
+    """Issue 25: a clip fraction's band over 3 seeds reached below 0; BAPO's c_high hid symmetric's."""
+    from toy_rl.plotting import RANGES
+    values = np.array([[0.0, 0.01, 0.0], [0.02, 0.0, 0.03], [0.0, 0.0, 0.0]])
+    ax = Figure().subplots()
+    band(ax, np.arange(3), values, "C0", limits=RANGES["clip_frac_low"], marker="s")
+    lo = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert lo.min() == 0.0 and confidence_band(values)[1].min() < 0       # cut at 0, where the raw band is not
+    assert ax.lines[0].get_marker() == "s"
+    open_band = Figure().subplots()
+    band(open_band, np.arange(3), values, "C0")
+    assert open_band.collections[0].get_paths()[0].vertices[:, 1].min() < 0
+
+
 def test_fixed_bounds_and_format_rows():
     rule = fixed_bounds(0.6, 2.0)
     assert (rule.c_low, rule.c_high) == pytest.approx((0.6, 2.0))

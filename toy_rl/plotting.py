@@ -55,11 +55,24 @@ def smooth(values, window: int = 1) -> np.ndarray:
         return np.where(den > 0, num / den, np.nan)
 
 
-def band(ax, x, values, colour, label=None, window: int = 1, ls="-"):
+# The values a logged metric can take: a band is cut to them (a Student-t band over 3 seeds of a clip fraction
+# near 0 reaches below 0, which no clip fraction can).
+RANGES = {"accuracy": (0, 1), "reward_mean": (0, 1), "rho": (0, 1), "clip_frac": (0, 1), "clip_frac_low": (0, 1),
+          "clip_frac_high": (0, 1), "mixed_versions": (0, 1), "entropy": (0, None), "grad_norm": (0, None),
+          "approx_kl": (0, None), "staleness_mean": (0, None), "staleness_max": (0, None), "groups": (0, None)}
+MARKERS = ("o", "s", "^", "D", "v", "P")   # one per line of a panel, so that lines drawn on top of each other show
+
+
+def band(ax, x, values, colour, label=None, window: int = 1, ls="-", limits=None, marker=None):
     """Draw the mean over seeds (axis 0 of ``values``, (seeds, points)) and its 95% Student-t band
-    (:func:`toy_rl.stats.confidence_band`), each seed smoothed over ``window`` points first; returns the mean."""
+    (:func:`toy_rl.stats.confidence_band`), each seed smoothed over ``window`` points first; returns the mean.
+    ``limits``: (low, high) the quantity cannot leave (None: open), the band is cut to it (:data:`RANGES`);
+    ``marker``: drawn at about 8 points of the line, so that coinciding lines stay visible."""
     mean, lo, hi = confidence_band(smooth(values, window))
-    ax.plot(x, mean, ls, color=colour, lw=1.8, label=label)
+    if limits is not None:
+        lo, hi = np.clip(lo, *limits), np.clip(hi, *limits)
+    extra = dict(marker=marker, markevery=max(1, len(mean) // 8), markersize=4) if marker else {}
+    ax.plot(x, mean, ls, color=colour, lw=1.8, label=label, **extra)
     ax.fill_between(x, lo, hi, color=colour, alpha=0.2, lw=0)
     return mean
 

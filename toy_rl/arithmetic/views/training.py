@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ...experiments import curve
-from ...plotting import band, colour_of, label_panel, smooth, window_label
+from ...plotting import MARKERS, RANGES, band, colour_of, label_panel, smooth, window_label
 from ...rl.entropy_check import QUADRANTS
 from ...stats import mean_ignoring_nan
 from ...verdicts import RHO0
@@ -24,6 +24,9 @@ RULE_PANELS = (("accuracy", "held-out accuracy (greedy)", 1), ("reward_mean", "s
                ("entropy", "entropy (nats / token)", 10), ("rho", "ρ: positive share of the loss", 10),
                ("bounds", "ratio bounds", 10), ("clip_frac_low", "clip fraction low (r<c_low, A<0)", 10),
                ("clip_frac_high", "clip fraction high (r>c_high, A>0)", 10), ("grad_norm", "gradient norm", 10))
+# Which tokens each rule clips, beside what it learns: the four panels of notebook 04's staleness slider.
+CLIP_PANELS = (("accuracy", "held-out accuracy (greedy)", 1), ("clip_frac_low", "clip fraction low (r<c_low, A<0)", 10),
+               ("clip_frac_high", "clip fraction high (r>c_high, A>0)", 10), ("rho", "ρ: positive share of the loss", 10))
 SCENARIO_PANELS = (("accuracy", "held-out accuracy (greedy)", 1), ("reward_mean", "sampled reward", 10),
                    ("entropy", "entropy (nats / token)", 10), ("grad_norm", "gradient norm", 1),
                    ("clip_frac", "clip fraction (low + high)", 10), ("approx_kl", "KL(behaviour ‖ policy), k3", 10))
@@ -31,18 +34,20 @@ PARTIAL_PANELS = (("staleness_mean", "mean token age (updates)", 10), ("stalenes
                   ("mixed_versions", "answers mixing versions (share)", 10), ("groups", "groups per update", 10))
 
 
-def _panel(ax, runs, metric: str, colour: str, label: str | None, window: int) -> float:
-    """Draw one metric of one (scenario, rule) with its band; returns its mean over seeds and updates."""
+def _panel(ax, runs, metric: str, colour: str, label: str | None, window: int, marker: str | None = None) -> float:
+    """Draw one metric of one (scenario, rule) with its band (cut to the values the metric can take); returns its
+    mean over seeds and updates. ``marker``: this line's own, so that lines on top of each other stay visible."""
     if metric == "bounds":
         for key, ls in (("c_high", "-"), ("c_low", "--")):
             x, table = curve(runs, key)
             if x.size:
-                band(ax, x, table, colour, label if ls == "-" else None, window, ls=ls)
+                band(ax, x, table, colour, label if ls == "-" else None, window, ls=ls, marker=marker)
         return math.nan
     x, table = curve(runs, metric)
     if not x.size:
         return math.nan
-    band(ax, x, table, colour, label, window, ls="-o" if metric == "accuracy" else "-")
+    band(ax, x, table, colour, label, window, limits=RANGES.get(metric),
+         marker=marker or ("o" if metric == "accuracy" else None))
     return mean_ignoring_nan(table)
 
 
@@ -65,7 +70,8 @@ def rule_bands(results: dict, scenario: str, panels=RULE_PANELS, rho0: float | N
     out = {r: {} for r in rules}
     for ax, (metric, label, window) in zip(axes, panels):
         for i, rule in enumerate(rules):
-            out[rule][metric] = _panel(ax, results[scenario, rule], metric, colour_of(rule, i), rule, window)
+            out[rule][metric] = _panel(ax, results[scenario, rule], metric, colour_of(rule, i), rule, window,
+                                       MARKERS[i % len(MARKERS)])
         label_panel(ax, metric, label, "step", window, rho0)
         if metric == "rho" and rho0 is not None:
             ax.legend(fontsize=7)
@@ -83,7 +89,7 @@ def scenario_bands(results: dict, rule: str, scenarios=None, panels=SCENARIO_PAN
     out = {s: {} for s in scenarios}
     for ax, (metric, label, window) in zip(axes, panels):
         for i, s in enumerate(scenarios):
-            out[s][metric] = _panel(ax, results[s, rule], metric, colour_of(s, i), s, window)
+            out[s][metric] = _panel(ax, results[s, rule], metric, colour_of(s, i), s, window, MARKERS[i % len(MARKERS)])
         ax.set_xlabel("step" + window_label(window))
         ax.set_ylabel(label, fontsize=9)
     axes[0].legend(fontsize=8)
@@ -113,7 +119,7 @@ def partial_curves(results: dict, scenarios, panels=PARTIAL_PANELS):
         out[s] = {m: mean_ignoring_nan(st[m]) for m, _, _ in panels}
         out[s]["update_share"] = mean_ignoring_nan(st["update_share"])
         for ax, (metric, label, window) in zip(axes, panels):
-            _panel(ax, runs, metric, colour_of(s, i), s, window)
+            _panel(ax, runs, metric, colour_of(s, i), s, window, MARKERS[i % len(MARKERS)])
             ax.set_xlabel("step" + window_label(window))
             ax.set_ylabel(label, fontsize=9)
     axes[0].legend(fontsize=8)
