@@ -32,7 +32,8 @@ def test_durations_read_as_a_person_would_say_them():
 
 
 def test_every_rate_says_how_it_was_measured():
-    for rate in [*eta.RL_RATES.values(), *eta.WARMSTART_RATES.values(), eta.BANDIT_COMPARE]:
+    for rate in [*eta.RL_RATES.values(), *eta.BF16_RL_RATES.values(), *eta.WARMSTART_RATES.values(),
+                 eta.BANDIT_COMPARE]:
         assert rate.seconds > 0 and rate.batch > 0 and len(rate.measured) > 20
 
 
@@ -88,6 +89,17 @@ def test_the_default_comparison_on_a_fresh_clone_is_announced_with_its_length(tm
     line = plan.describe()
     assert line.startswith(f"training 90 rung-2 runs not found under {tmp_path / 'runs' / 'compare' / DEFAULT} "
                            f"({preset.rl['steps']} updates each) and the rung-2 warm start for search (not cached)")
+
+
+def test_a_bf16_rung3_run_is_estimated_from_its_own_rate(tmp_path):
+    """The rung-3 comparison in bf16 (issue 26) was announced at the float32 rate: 19 h 30 min instead of ~12 h."""
+    from toy_rl.experiments import make_spec
+    spec = lambda dtype: make_spec("lm", "search-hard-warm", rule="bapo", steps=40, staleness=2, out=str(tmp_path),
+                                   device="cpu", dtype=dtype)
+    bf16, fp32 = eta.BF16_RL_RATES[("lm", "search-hard-warm")], eta.RL_RATES[("lm", "search-hard-warm", False)]
+    assert eta.run_seconds(spec("bfloat16")) == pytest.approx(40 * bf16.seconds)
+    assert eta.run_seconds(spec("float32")) == pytest.approx(40 * fp32.seconds)
+    assert bf16.seconds < fp32.seconds
 
 
 def test_the_partial_rollout_comparison_is_estimated_from_its_own_rate(tmp_path, cache):

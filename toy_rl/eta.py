@@ -78,6 +78,16 @@ RL_RATES = {
         143.0, 64, "logged: toy-rl pilot --rung 3 --task add-cot, 2 runs x 8 updates of up to 128 tokens, 2,297 s "
                    "(runs/pilot/smollm2-135m-add-cot, 2026-11-30)"),
 }
+
+# The same, for runs in bf16 (dtype "bfloat16", or "auto" on a CPU with fast bf16) where measured apart.
+BF16_RL_RATES = {
+    ("lm", "search-hard-warm"): Rate(
+        121.7, 64, "logged: toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher bapo "
+                   "--staleness 2 --seeds 5 --dtype bfloat16 --micro-batch 16 --workers 2, BAPO's seeds 0 and 1, "
+                   "7,178 s of runs for their first 59 updates, two at a time beside notebook builds and CI "
+                   "(runs/smollm2-135m-search-hard-warm, 2026-12-05, AMD EPYC with AVX512-BF16, load ~3-4)"),
+}
+
 # Seconds per warm-start step of each task's default config (64 sequences, the default 211,520-parameter GPT, the
 # validation sample every eval_every steps included) and of the held-out evaluation at the end (500 problems), as
 # ensure_warmstart logs them (the "seconds" of <cache>/warmstart/<task>-<hash>.jsonl) when it trains on a fresh
@@ -192,6 +202,11 @@ def run_seconds(spec) -> float | None:
             return None
     task = _task_name(spec.rung, spec.task)
     rate = rl_rate(spec.rung, task, spec.rl.partial is not None, spec.rl.max_new_tokens)
+    if spec.rung == "lm" and (spec.rung, task) in BF16_RL_RATES:
+        from .lm.load import resolve_dtype
+        from .lm.run import model_settings
+        if resolve_dtype(model_settings(spec)["dtype"], spec.device) == "bfloat16":
+            rate = BF16_RL_RATES[spec.rung, task]
     if rate is None:
         return None
     answers = spec.rl.prompts * spec.rl.group_size
