@@ -203,9 +203,8 @@ def run_seconds(spec) -> float | None:
     task = _task_name(spec.rung, spec.task)
     rate = rl_rate(spec.rung, task, spec.rl.partial is not None, spec.rl.max_new_tokens)
     if spec.rung == "lm" and (spec.rung, task) in BF16_RL_RATES:
-        from .lm.load import resolve_dtype
-        from .lm.run import model_settings
-        if resolve_dtype(model_settings(spec)["dtype"], spec.device) == "bfloat16":
+        from .lm.run import spec_dtype
+        if spec_dtype(spec) == "bfloat16":
             rate = BF16_RL_RATES[spec.rung, task]
     if rate is None:
         return None

@@ -116,6 +116,16 @@ def model_settings(spec) -> dict:
     return kw
 
 
+def spec_dtype(spec) -> str:
+    """The dtype ``spec``'s runs compute in, by name (its "auto" resolved for its device)."""
+    return resolve_dtype(model_settings(spec)["dtype"], spec.device)
+
+
+def resolved_settings(spec) -> dict:
+    """:func:`model_settings` with the dtype resolved (:func:`spec_dtype`): what :func:`make_policy` takes."""
+    return dict(model_settings(spec), dtype=spec_dtype(spec))
+
+
 def check_spec(spec) -> None:
     """ValueError for a ``dtype`` option that is not "auto", "float32", "bfloat16" (or float16, fp32, bf16)."""
     dtype = spec.option("dtype")
@@ -133,7 +143,7 @@ def run_dtype(config) -> str:
 def same_run(saved: dict, spec) -> bool:
     """Whether a logged config computed in the dtype ``spec`` asks for (the runner reads a finished run back only
     then: a bf16 spec never gets an fp32 run's results)."""
-    return run_dtype(saved) == resolve_dtype(model_settings(spec)["dtype"], spec.device)
+    return run_dtype(saved) == spec_dtype(spec)
 
 
 def make_policy(model=SMOLLM2, task=None, seed: int = 0, dtype="float32", device="auto", rank: int = 16,
@@ -187,7 +197,7 @@ def warm_start_label(model, dtype) -> str:
 
 def spec_warm_start_label(spec) -> str:
     """:func:`warm_start_label` of the dtype ``spec``'s runs compute in."""
-    return warm_start_label(spec.model, resolve_dtype(model_settings(spec)["dtype"], spec.device))
+    return warm_start_label(spec.model, spec_dtype(spec))
 
 
 # ------------------------------------------------------------------------------------------ baseline
@@ -235,8 +245,7 @@ def make_warm_start(spec) -> None:
     before its worker processes start, so that they do not each train it."""
     task = make_task("lm", spec.task)
     if getattr(task, "warm_start", 0):
-        settings = model_settings(spec)
-        settings["dtype"] = resolve_dtype(settings["dtype"], spec.device)
+        settings = resolved_settings(spec)
         with cpu_threads(spec.threads):
             warm_policy(make_policy(spec.model, task, spec.rl.seed, device=spec.device, **settings), task,
                         spec.model, progress=spec.progress)
@@ -247,8 +256,7 @@ def train(spec, folder) -> list[dict]:
     checkpoint); keeps each update's batch in ``batches.pt`` unless the ``keep_batches`` option is False.
     The resolved dtype goes into config.json; resuming a run of another dtype is a ValueError."""
     task = make_task("lm", spec.task)
-    settings = model_settings(spec)
-    settings["dtype"] = resolve_dtype(settings["dtype"], spec.device)
+    settings = resolved_settings(spec)
     if spec.resume and (Path(folder) / CHECKPOINT).is_file() and run_dtype(folder) != settings["dtype"]:
         raise ValueError(f"{folder} holds a {run_dtype(folder)} run; this spec computes in {settings['dtype']}: "
                          "use another run folder, the same dtype, or resume=False")
