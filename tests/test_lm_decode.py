@@ -18,7 +18,8 @@ from toy_rl.arithmetic.model.tokenizer import left_pad  # noqa: E402
 from toy_rl.lm import decode  # noqa: E402
 from toy_rl.lm.dry_run import enable_gradient_checkpointing  # noqa: E402
 from toy_rl.lm.lora import add_lora  # noqa: E402
-from toy_rl.lm.policy import HFPolicy, _new_cache, _unique_rows, positions  # noqa: E402
+from toy_rl.lm.forward import new_cache, unique_rows  # noqa: E402
+from toy_rl.lm.policy import HFPolicy, positions  # noqa: E402
 
 PROMPTS = [[11, 12, 13, 14, 15, 16, 17], [20, 21], [30, 31, 32, 33], [20, 21]] * 3    # lengths differ; repeats
 TOL = {"float32": 1e-5, "bfloat16": 0.02}     # measured: 5e-7 and 0.007, on logits up to 0.32
@@ -47,11 +48,11 @@ def hf_and_lean_logits(policy, steps=3, prompts=PROMPTS, keep=None):
     """Prefill the distinct prompts on the HF forward, build the lean cache from it, then feed the same tokens to
     both: per step (HF logits, lean logits), (rows, vocab). ``keep``: after the first step, only those rows go on
     (as when the others have stopped)."""
-    unique, where = _unique_rows(prompts)
+    unique, where = unique_rows(prompts)
     ids, mask = left_pad(unique, None, policy.pad_id)
     w, where = decode.weights(policy.model), torch.tensor(where)
     assert torch.equal(where, torch.sort(where).values)         # rows sorted by prompt, as sample_batch sorts them
-    cache = _new_cache(policy.model)
+    cache = new_cache(policy.model)
     hf = policy._forward(ids, mask, cache, logits_to_keep=1)[:, -1][where]
     kv = decode.KV(cache, mask, where, steps)
     cache.batch_select_indices(where)

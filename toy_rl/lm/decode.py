@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from .forward import cache_layers, new_cache, unique_rows
+
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")      # static rotary tables (no dynamic rescaling)
 
@@ -131,7 +133,7 @@ class KV:
     (prompts x slots) grid; ``dense`` when every slot is filled)."""
 
     def __init__(self, hf_cache, prompt_mask, u, room: int):
-        self.prompt = torch.stack([torch.stack(kv) for kv in _cache_layers(hf_cache)]).float()
+        self.prompt = torch.stack([torch.stack(kv) for kv in cache_layers(hf_cache)]).float()
         self.bias = torch.zeros(prompt_mask.shape).masked_fill_(prompt_mask == 0, float("-inf"))
         n_layers, _, _, heads, _, dim = self.prompt.shape
         self.answer = torch.empty((n_layers, 2, len(u), heads, room, dim))
@@ -219,23 +221,15 @@ def _draw_noise(noise, needed, generator):
             a = b
 
 
-def _cache_layers(cache):
-    """[(keys, values)] of a transformers DynamicCache (5.x ``layers``; 4.x ``key_cache`` / ``value_cache``)."""
-    if hasattr(cache, "layers"):
-        return [(c.keys, c.values) for c in cache.layers]
-    return list(zip(cache.key_cache, cache.value_cache))
-
-
 @torch.inference_mode()
 def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: float, generator):
     """:meth:`HFPolicy._sample_batch` on :func:`step`: the distinct prompts go through ``policy``'s HF forward
     once, the answers through :func:`step`. Returns one ``(tokens, logps, finished)`` per prompt."""
     from ..arithmetic.model.tokenizer import left_pad
-    from .policy import _new_cache, _unique_rows
     B, T, pad_id = len(prompts), max_new_tokens, policy.pad_id
-    unique, where = _unique_rows(prompts)
+    unique, where = unique_rows(prompts)
     ids, pmask = left_pad(unique, None, pad_id)
-    cache = _new_cache(policy.model)
+    cache = new_cache(policy.model)
     logits = policy._forward(ids, pmask, cache, logits_to_keep=1)[:, -1]          # prefill
     where = torch.tensor(where)
     rows = torch.argsort(where, stable=True)              # batch row -> answer; rows sorted by prompt

@@ -34,7 +34,6 @@ dropped): same tokens and log-probs, faster; anything else, or ``lean_decode=Fal
 """
 from __future__ import annotations
 
-import inspect
 from contextlib import nullcontext
 
 import torch
@@ -45,36 +44,12 @@ from ..arithmetic.model.gpt import distinct_rows
 from ..arithmetic.model.tokenizer import left_pad
 from ..arithmetic.model.sampling import next_token
 from . import decode
+from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
 from .lora import cast_base
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")
-
-
-def _forward_kwargs(model) -> tuple[str, str | None]:
-    """Names of the KV-cache and keep-last-logits arguments: transformers 5 says ``cache`` and
-    ``logits_to_keep``; 4.x says ``past_key_values`` and (4.45-4.49) ``num_logits_to_keep``."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    params = inspect.signature(base.forward).parameters
-    cache = "cache" if "cache" in params else "past_key_values"
-    keep = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
-    return cache, keep
-
-
-def _new_cache(model):
-    from transformers import DynamicCache
-    try:
-        return DynamicCache(config=model.config)
-    except TypeError:                               # older transformers
-        return DynamicCache()
-
-
-def _unique_rows(rows):
-    """(distinct rows in first-seen order, index of each row's distinct row)."""
-    first = {}
-    where = [first.setdefault(tuple(r), len(first)) for r in rows]
-    return [list(r) for r in first], where
 
 
 def positions(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -136,7 +111,7 @@ class HFPolicy:
                              "pass at least the end-of-text id")
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else self.stop_ids[0])
-        self._cache_kw, self._keep_kw = _forward_kwargs(model)
+        self._cache_kw, self._keep_kw = forward_kwargs(model)
         self._adds_bos = self._tokenizer_adds_bos(tokenizer)
         self.rescore = self.dtype != torch.float32 if rescore is None else bool(rescore)
         self.rescore_rows = rescore_rows
@@ -297,7 +272,7 @@ class HFPolicy:
         dev, B = self.device, len(prompts)
         # a GRPO group repeats each prompt G times: run the prompt through the model once, then
         # copy its KV cache to the G rows
-        unique, where = _unique_rows(prompts)
+        unique, where = unique_rows(prompts)
         ids, mask = left_pad(unique, self.device, self.pad_id)
         stop = torch.tensor(self.stop_ids, device=dev)
         tokens = torch.full((B, max_new_tokens), self.pad_id, dtype=torch.long, device=dev)
@@ -305,7 +280,7 @@ class HFPolicy:
         lengths = torch.zeros(B, dtype=torch.long, device=dev)
         finished = torch.zeros(B, dtype=torch.bool, device=dev)
 
-        cache = _new_cache(self.model)
+        cache = new_cache(self.model)
         logits = self._forward(ids, mask, cache, logits_to_keep=1)[:, -1]      # prefill
         if len(unique) < B:
             where = torch.tensor(where, device=dev)
@@ -402,7 +377,7 @@ class HFPolicy:
         rows, where = distinct_rows(ids[:, :start], mask[:, :start])    # (cheaper than torch.unique(dim=0))
         if len(rows) == ids.shape[0]:
             return None
-        cache = _new_cache(self.model)
+        cache = new_cache(self.model)
         first = self._forward(ids[rows, :start], mask[rows, :start], cache, logits_to_keep=1)
         if ids.shape[1] - start == 1:
             return first[where]
