@@ -206,7 +206,8 @@ def test_committed_logs_are_data_only_and_small():
             assert isinstance(json.loads(p.read_text()), dict)
         elif p.name == "batches.pt":
             torch.load(p, weights_only=True)       # tensors only: nothing in results/ runs code when loaded
-    assert size(RESULTS) < 30e6          # a budget: each comparison adds ~4 MB of metrics.jsonl (~1 MB in git)
+    # a budget: each rung-2 comparison adds ~4 MB of metrics.jsonl (~1 MB in git); rung 3's 20-run comparison ~0.9 MB
+    assert size(RESULTS) < 32e6
 
 
 def test_every_notebook_has_an_executed_copy_and_they_are_light():

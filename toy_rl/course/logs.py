@@ -43,12 +43,15 @@ LOGGED = {
                                             "(symmetric and BAPO, staleness 2, 8 updates, seed 0)"),
     "compare/long-failures-lr0.001": ("toy-rl arithmetic --compare long-failures --lr 0.001 --rule symmetric "
                                       "clip-higher bapo --seeds 10 --workers 2"),
+    "smollm2-135m-search-hard-warm": ("toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher "
+                                      "bapo --staleness 2 --seeds 5 --dtype bfloat16 --micro-batch 16 --workers 2 "
+                                      "(trained across sessions; collected with --finished as runs finish)"),
 }
 
 
 # Experiments whose stored batches (batches.pt) stay out of results/: no notebook re-reads them, and results/ has
 # a size budget (tests/test_course.py).
-NO_BATCHES = {"pilot/smollm2-135m-search-hard-warm"}
+NO_BATCHES = {"pilot/smollm2-135m-search-hard-warm", "smollm2-135m-search-hard-warm"}
 
 
 def run_folders(root) -> list[Path]:
