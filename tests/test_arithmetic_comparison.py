@@ -165,9 +165,9 @@ def test_preset_rules_are_the_controls_or_the_few_a_preset_names():
     import dataclasses
 
     from toy_rl.arithmetic.presets import get_preset
-    assert list(preset_rules("long-failures")) == list(control_rules())
-    assert list(preset_rules("long-failures-partial")) == ["symmetric", "clip-higher", "bapo"]
-    assert preset_rules("long-failures-partial")["bapo"] == BAPO()
+    assert list(preset_rules(get_preset("long-failures"))) == list(control_rules())
+    assert list(preset_rules(get_preset("long-failures-partial"))) == ["symmetric", "clip-higher", "bapo"]
+    assert preset_rules(get_preset("long-failures-partial"))["bapo"] == BAPO()
     bad = dataclasses.replace(get_preset("long-failures"), rules=("bapo", "nope"))
     with pytest.raises(ValueError, match="unknown rules"):
         preset_rules(bad)

@@ -18,7 +18,7 @@ def test_a_step_size_is_its_own_preset_and_the_presets_own_step_is_the_preset():
     base = get_preset("long-failures")
     assert at_step(base, 1) is base and with_lr(base, base.rl_config().lr) is base
     assert at_step(base, 0.5).name == "long-failures-lr0.00025" and at_step(base, 0.5).rl_config().lr == 0.00025
-    assert at_step("long-failures", 2).name == "long-failures-lr0.001"
+    assert at_step(get_preset("long-failures"), 2).name == "long-failures-lr0.001"
     for bad in (0, -1, float("nan"), "2"):
         with pytest.raises(ValueError, match="positive"):
             at_step(base, bad)

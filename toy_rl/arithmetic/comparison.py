@@ -40,7 +40,7 @@ from ..stats import confidence_band, paired_test, seeds_for_effect
 from ..verdicts import judge, verdict_line
 from ..workers import process_pool
 from .pilot import preset_spec, search_outcome
-from .presets import DEFAULT, Preset, get_preset
+from .presets import DEFAULT, Preset, as_preset
 from .warmstart import load_warmstart
 
 ENDPOINTS = ("auc_accuracy", "final_accuracy")      # the first is the primary endpoint
@@ -48,12 +48,11 @@ PRIMARY = ENDPOINTS[0]     # the one endpoint the claims are tested on (declared
 REFERENCE = "bapo"
 
 
-def preset_rules(preset: Preset | str = DEFAULT) -> dict:
+def preset_rules(preset: Preset) -> dict:
     """{label: rule} a preset's comparison runs when no rules are given: :func:`~toy_rl.experiments.controls.
     control_rules` (docs/protocol.md §3), or only those the preset names in ``Preset.rules`` (e.g.
     "long-failures-partial": symmetric, clip-higher and BAPO, Algorithm 1), in that order. The fixed rule at BAPO's
     realised mean bounds is added by :func:`compare` whenever BAPO is among them."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
     rules = control_rules()
     if preset.rules is None:
         return rules
@@ -163,7 +162,7 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
     gate over these runs: the regime), "search" (how BAPO's searches ended), "mean_bounds" (BAPO's realised
     mean bounds), "seeds_for_3_points" (:func:`seeds_needed`)}.
     """
-    preset = get_preset(preset) if isinstance(preset, str) else preset
+    preset = as_preset(preset)
     seeds = list(seeds)
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
@@ -260,12 +259,11 @@ def comparison_verdicts(result: dict) -> list[str]:
     return [verdict_line(v) for v in comparison_checks(result)]
 
 
-def missing_specs(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", rules: dict | None = None,
+def missing_specs(preset: Preset, seeds=range(10), out="runs/compare", rules: dict | None = None,
                   steps: int | None = None, **overrides) -> list:
     """The specs of the runs :func:`compare` would train with these settings (not finished under ``out``); the
     runs of the fixed rule at BAPO's mean bounds count as BAPO's own specs while BAPO's runs are not all done
     (their bounds are not known yet). For the estimate a command prints first (:mod:`toy_rl.eta`)."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
     rules = preset_rules(preset) if rules is None else dict(rules)
     if steps is not None:
         overrides.setdefault("steps", steps)
@@ -283,10 +281,9 @@ def missing_specs(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/com
     return todo
 
 
-def is_complete(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", rules: dict | None = None,
+def is_complete(preset: Preset, seeds=range(10), out="runs/compare", rules: dict | None = None,
                 **overrides) -> bool:
     """Whether ``out`` holds every run of :func:`compare` with these settings finished (so compare only reads)."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
     rules = preset_rules(preset) if rules is None else dict(rules)
     done = {label: [finished(preset_spec(preset, rule, s, out=out, **overrides)) for s in seeds]
             for label, rule in rules.items()}
@@ -302,7 +299,7 @@ def load_or_compare(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/c
                     quick_steps: int = 60, quick_out="runs/compare-notebook", **kw) -> tuple[dict, str]:
     """The full comparison if ``out`` holds all of it (read back, nothing trained), else a smaller one run now
     (``quick_seeds`` × ``quick_steps`` into ``quick_out``; resumable). Returns (result, a line saying which)."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
+    preset = as_preset(preset)
     if is_complete(preset, seeds, out):
         folder = read_dir(preset_spec(preset, "symmetric", list(seeds)[0], out=out)).parents[2]   # or its twin
         return compare(preset, seeds, out=out, **kw), (f"loaded from {folder} ({len(list(seeds))} seeds, "

@@ -23,30 +23,30 @@ from pathlib import Path
 import numpy as np
 
 from ..clipping import BAPO
-from ..eta import Plan, up_front
 from ..experiments import finished, make_spec, run
 from ..experiments.layout import scenario_of
 from ..experiments.pilot import finite_mean, records_array, summarise_records
+from ..experiments.plan import Plan
 from ..rl.config import rule_label
 from ..threads import cpu_threads
-from .presets import DEFAULT, Preset, get_preset
+from ..timing import up_front
+from .presets import DEFAULT, Preset, as_preset
 from .warmstart import cache_path, load_warmstart
 
 DEFAULT_PRESET = DEFAULT
 
 
-def preset_spec(preset: Preset | str, rule="bapo", seed: int = 0, out="runs/pilot", device="auto",
+def preset_spec(preset: Preset, rule="bapo", seed: int = 0, out="runs/pilot", device="auto",
                 progress: bool = False, threads: int | None = 1, **overrides):
     """The :class:`toy_rl.experiments.RunSpec` of one run of a preset: its task and warm start, its RL settings,
     then ``overrides`` (any RLConfig field: steps, staleness, mode, ...). ``rule``: a name or a rule object.
     Its folder is ``<out>/<preset>/<scenario>/<rule>/seed<k>`` (presets may share a task)."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
     spec = make_spec("arithmetic", preset.make_task(), **{**preset.rl, **overrides}, rule=rule, seed=seed,
                      warmstart=preset.warmstart, out=out, device=device, progress=progress, threads=threads)
     return spec.replace(run_dir=Path(out) / preset.name / scenario_of(spec) / rule_label(rule) / f"seed{seed}")
 
 
-def run_preset(preset: Preset | str, rule="bapo", seed: int = 0, **settings) -> list[dict]:
+def run_preset(preset: Preset, rule="bapo", seed: int = 0, **settings) -> list[dict]:
     """One RL run of a preset (finished runs are read back); returns its records. ``settings`` as
     :func:`preset_spec`."""
     return run(preset_spec(preset, rule, seed, **settings))
@@ -61,7 +61,7 @@ def pilot(preset_name: str | Preset = DEFAULT_PRESET, steps: int = 30, seeds=(0,
     ({rule label: [records of each seed]}), ``seconds`` (the whole pilot), ``warmstart_seconds`` and
     ``warmstart_cached`` (whether the warm start was on disk before), ``preset``, ``steps``, ``seeds``.
     """
-    preset = get_preset(preset_name) if isinstance(preset_name, str) else preset_name
+    preset = as_preset(preset_name)
     overrides = {"eval_every": steps, "checkpoint_every": steps, **overrides, "steps": steps}
     t0 = time.perf_counter()
     task = preset.make_task()

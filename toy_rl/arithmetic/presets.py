@@ -133,10 +133,18 @@ def get_preset(name: str = DEFAULT) -> Preset:
     return PRESETS[name]
 
 
-def with_lr(preset: Preset | str, lr: float) -> Preset:
+def as_preset(preset: Preset | str) -> Preset:
+    """The :class:`Preset` a name stands for (:func:`get_preset`: an unknown name is a ValueError naming the
+    choices); a Preset passes as it is. The one door where a preset's name becomes the object: only the functions a
+    notebook or a command calls with a name (``comparison.compare``, ``comparison.load_or_compare``,
+    ``pilot.pilot``, ``step_grid.run_step_grid``, :func:`smoke_preset`) pass through it; every function below them
+    takes a Preset."""
+    return get_preset(preset) if isinstance(preset, str) else preset
+
+
+def with_lr(preset: Preset, lr: float) -> Preset:
     """The preset at step size ``lr``, named ``<name>-lr<lr>`` so its runs never mix with the preset's own (the
     preset itself if ``lr`` is its own)."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
     if not (isinstance(lr, (int, float)) and lr > 0):
         raise ValueError(f"the step size must be a positive number; got {lr!r}")
     if lr == preset.rl_config().lr:
@@ -144,9 +152,8 @@ def with_lr(preset: Preset | str, lr: float) -> Preset:
     return dataclasses.replace(preset, name=f"{preset.name}-lr{lr:g}", rl={**preset.rl, "lr": lr})
 
 
-def at_step(preset: Preset | str, factor: float) -> Preset:
+def at_step(preset: Preset, factor: float) -> Preset:
     """The preset at ``factor`` × its step size: a cell of the step-size grid (docs/protocol.md §7a)."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
     if not (isinstance(factor, (int, float)) and factor > 0):
         raise ValueError(f"the step factor must be a positive number; got {factor!r}")
     return with_lr(preset, preset.rl_config().lr * factor)
@@ -159,8 +166,9 @@ def smoke_preset(preset: Preset | str = DEFAULT) -> Preset:
     """The preset shrunk to a check that runs in seconds (not a result): the tiny warm start of
     :func:`~toy_rl.arithmetic.warmstart.smoke_config` with a context that fits the preset's prompts and budget,
     small batches, 4 updates (with partial rollout, enough steps for an answer of the whole budget to finish
-    twice: 10 at 40 tokens and 8 per step); named ``<name>-smoke`` so its run folders never mix with the real ones."""
-    preset = get_preset(preset) if isinstance(preset, str) else preset
+    twice: 10 at 40 tokens and 8 per step); named ``<name>-smoke`` so its run folders never mix with the real ones.
+    ``preset``: a name or a Preset (:func:`as_preset`)."""
+    preset = as_preset(preset)
     task = preset.make_task()
     longest = max(len(p.prompt) for p in task.heldout(SMOKE_RL["eval_size"])) + 1
     block = longest + max(preset.rl.get("max_new_tokens", 0), task.max_answer_chars + 1)     # answer + EOS

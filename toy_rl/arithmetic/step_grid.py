@@ -26,7 +26,7 @@ from ..experiments.logged import announce, candidates, train_mode
 from ..plotting import colour_of
 from ..verdicts import across
 from .comparison import PRIMARY, compare, comparison_checks, from_logs, preset_rules
-from .presets import DEFAULT, Preset, at_step, get_preset
+from .presets import DEFAULT, Preset, as_preset, at_step, get_preset
 
 STEP_FACTORS = (0.5, 1.0, 2.0)
 STATUSES = ("not testable", "not robust", "partly supported", "supported", "contradicted", "inconclusive")
@@ -36,7 +36,7 @@ COLOURS = {rule: colour_of(rule, i) for i, rule in enumerate((*GRID_RULES, "fixe
 
 def step_command(preset: str, factor: float) -> str:
     """The command that logs one step size of the grid."""
-    cell = at_step(preset, factor)
+    cell = at_step(get_preset(preset), factor)
     if factor == 1:
         return f"toy-rl arithmetic --compare {preset} --seeds 10 --workers 2"
     return (f"toy-rl arithmetic --compare {preset} --lr {cell.rl_config().lr:g} --rule symmetric clip-higher bapo "
@@ -49,7 +49,7 @@ def run_step_grid(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/com
     preset's own step with all its rules, the others with the three rules and BAPO's mean bounds), each in its own
     folder ``<out>/<preset>-lr<lr>``; logged runs are read back, missing ones trained. ``settings``: compare's
     (steps, workers, device, progress)."""
-    base = get_preset(preset) if isinstance(preset, str) else preset
+    base = as_preset(preset)
     grid = {}
     for factor in factors:
         cell = at_step(base, factor)
@@ -63,14 +63,15 @@ def load_step_grid(root="runs/compare", preset: str = DEFAULT, factors=STEP_FACT
     """{factor: comparison} read back from the logged runs under ``root`` or its committed twin in results/
     (:mod:`toy_rl.experiments.logged`; nothing is trained); a step size whose runs are missing is a
     FileNotFoundError naming the command that logs them."""
-    get_preset(preset)                                   # an unknown name is one line
+    base = get_preset(preset)                            # an unknown name is one line
     grid, read = {}, []
     for factor in factors:
-        home = Path(root) / at_step(preset, factor).name
+        cell = at_step(base, factor)
+        home = Path(root) / cell.name
         folder = next((f for f in candidates(home) if f.is_dir()), None)
         if folder is None:
             raise FileNotFoundError(f"no runs of the step size × {factor:g} in {home}: {step_command(preset, factor)}")
-        grid[factor] = {**from_logs(folder), "lr": at_step(preset, factor).rl_config().lr, "base": preset}
+        grid[factor] = {**from_logs(folder), "lr": cell.rl_config().lr, "base": preset}
         read += [folder] * sum(map(len, grid[factor]["runs"].values()))
     announce(read)
     return grid
