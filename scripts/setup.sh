@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install toy_rl into it.   Usage: bash scripts/setup.sh [EXTRAS]
-#   EXTRAS: comma-separated pyproject extras, e.g. "dev,llm" or "dev,llm,verl". Default (no argument): "llm",
+#   EXTRAS: comma-separated pyproject extras, e.g. "dev,llm", "dev,llm,verl" or "llm,instructor" (the MathJax
+#   files `toy-rl course html` needs; dev has them too). Default (no argument): "llm",
 #   what every notebook needs (notebook 06 runs SmolLM2 with LoRA), so the README's first command
 #   `bash scripts/setup.sh && .venv/bin/toy-rl tour` sets up all of them; environment.yml is the same
 #   environment for conda (tests/test_packaging.py checks both). An empty argument ("") installs the

@@ -7,18 +7,27 @@ from .common import CommonFlags, print_json
 
 NAME = "course"
 HELP = ("execute every notebook in full mode from the committed run logs (results/) into docs/course/, "
-        "check that those copies still match the code, or collect your own runs' logs into results/")
-ACTIONS = ("build", "check", "collect")
+        "check that those copies still match the code, or collect your own runs' logs into results/; "
+        "instructor, slides, html: the instructor pack (docs/instructor/)")
+ACTIONS = ("build", "check", "collect", "instructor", "slides", "html")
 
 
 def add_arguments(p):
     p.add_argument("action", choices=ACTIONS,
                    help="build: write docs/course/*.ipynb and its index; check: execute again and list what "
                         "differs from the committed copies (exit 1 if anything does); collect: copy metrics.jsonl "
-                        "and config.json of the runs the notebooks read from --runs into results/")
+                        "and config.json of the runs the notebooks read from --runs into results/; instructor: write "
+                        "docs/instructor/solutions.md (every exercise, its reference answer and the checker's verdict "
+                        "on it); slides: each notebook's key figure and diagrams as 16:9 PNGs for slides, with alt "
+                        "texts (default --out docs/instructor/slides); html: a reading copy docs/course/NN_*.ipynb as "
+                        "HTML whose math renders offline (a local MathJax copied beside it)")
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                    help="only these notebooks, by number or name (04, 04_arithmetic_transformer); default all")
     p.add_argument("--runs", type=Path, default=Path("runs"), help="collect: where the runs are (default runs)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="instructor: the page (default docs/instructor/solutions.md); slides: the folder (default "
+                        "docs/instructor/slides); html: the .html file for one notebook, or a folder (default "
+                        "build/course-html/, not committed)")
     p.add_argument("--only", nargs="+", metavar="EXPERIMENT",
                    help="collect: only these experiments (e.g. bandit-grid/long-failures); the rest of results/ stays")
     p.add_argument("--finished", action="store_true",
@@ -33,6 +42,8 @@ def run(args) -> int:
     from ..course.execute import notebooks
     from ..course.logs import size
     notebooks(args.notebooks)                           # an unknown name: one line, before any work
+    if args.action in ("instructor", "slides", "html"):
+        return _instructor(args)
     if args.action == "collect":
         skipped: list = []
         written = collect(args.runs, only=args.only, finished=args.finished, skipped=skipped)
@@ -65,3 +76,32 @@ def run(args) -> int:
     if args.json:
         print_json(found)
     return 1 if any(found.values()) else 0
+
+
+def _instructor(args) -> int:
+    """The instructor pack's three commands (toy_rl.course.instructor, .slides, .html)."""
+    if args.action == "instructor":
+        from ..course.instructor import SOLUTIONS_PAGE, write_solutions
+        path = write_solutions(args.out or SOLUTIONS_PAGE)
+        print(f"wrote {path}")
+        return 0
+    if args.action == "slides":
+        from ..course.slides import SLIDES, render_slides
+        entries = render_slides(args.notebooks or None, args.out or SLIDES)
+        if args.json:
+            print_json(entries, ensure_ascii=False)
+        else:
+            for e in entries:
+                print(f"{e['file']:<36} {e['bytes'] / 1000:6.1f} KB")
+            print(f"index: {(args.out or SLIDES) / 'README.md'}")
+        return 0
+    from ..course.html import HTML_OUT, to_html
+    from ..course.execute import notebooks
+    chosen = notebooks(args.notebooks)
+    out = args.out or HTML_OUT
+    if len(chosen) > 1 and out.suffix == ".html":
+        raise ValueError("--out names one .html file: give one notebook, or a folder")
+    for path in chosen:
+        target = out if out.suffix == ".html" else out / f"{path.stem}.html"
+        print(f"wrote {to_html(path.stem, target)}")
+    return 0

@@ -1,0 +1,60 @@
+"""The instructor pack (docs/instructor/): the rendered solutions stay current, the HTML of a reading copy renders
+its math from a local MathJax, and the slide figures are 16:9 with readable text and alt texts."""
+import re
+
+import pytest
+
+from toy_rl.course.instructor import SOLUTIONS_PAGE, reference_source, solutions_markdown, verdict
+from toy_rl.exercises import exercises
+
+INSTRUCTOR = SOLUTIONS_PAGE.parent
+
+
+# ---------------------------------------------------------------------------------------- rendered solutions
+
+def test_every_reference_answer_passes_its_check_and_shows_its_code():
+    for ex in exercises():
+        ok, said = verdict(ex)
+        assert ok and said.startswith("✓ right"), (ex.name, said)
+        source = reference_source(ex)
+        assert f"def {ex.name}(" in source or f"{ex.name} =" in source, ex.name
+
+
+def test_reference_source_brings_the_constants_it_uses():
+    from toy_rl.exercises import get
+    source = reference_source(get("bapo_step"))
+    assert "TOL = 1e-9" in source and source.index("TOL =") < source.index("def bapo_step(")
+
+
+def test_committed_solutions_page_is_what_the_command_writes_now():
+    pytest.importorskip("peft")           # notebook 06's LoRA check compares with peft's own layer (llm extra)
+    now = solutions_markdown()
+    assert SOLUTIONS_PAGE.is_file(), "docs/instructor/solutions.md is missing: run `toy-rl course instructor`"
+    assert SOLUTIONS_PAGE.read_text() == now, ("docs/instructor/solutions.md is stale (a solution, check or "
+                                              "exercise changed): run `toy-rl course instructor`")
+    n = len(exercises())
+    assert f"{n} of {n} reference answers pass their checks." in now
+
+
+# ---------------------------------------------------------------------------------------- offline math in HTML
+
+def test_html_reading_copy_loads_mathjax_from_beside_it(tmp_path):
+    pytest.importorskip("jupyter_server_mathjax")
+    from toy_rl.course.html import MATHJAX_DIR, remote_mathjax, to_html
+    out = to_html("01", tmp_path / "nb01.html")
+    html = out.read_text(encoding="utf-8")
+    assert remote_mathjax(html) == []
+    assert not re.search(r"https?://[^\"'\s]*mathjax", html, re.I)
+    src = re.findall(r'<script[^>]+src="([^"]*MathJax\.js[^"]*)"', html)
+    assert src and all(s.startswith(f"{MATHJAX_DIR}/MathJax.js?config=") for s in src), src
+    assert (tmp_path / MATHJAX_DIR / "MathJax.js").is_file()
+    for name in src[0].split("config=")[1].split(","):            # every config file the URL asks for is there
+        assert (tmp_path / MATHJAX_DIR / "config" / f"{name}.js").is_file(), name
+    assert (tmp_path / MATHJAX_DIR / "fonts" / "HTML-CSS" / "STIX-Web" / "woff").is_dir()
+    assert "$\\pi = \\operatorname{softmax}(z)$" in html            # the math is there for MathJax to typeset
+
+
+def test_html_refuses_an_unknown_notebook(tmp_path):
+    from toy_rl.course.html import reading_copy
+    with pytest.raises(ValueError, match="no single reading copy"):
+        reading_copy("99")
