@@ -280,7 +280,7 @@ def judge(claims: list[Claim], alpha: float = ALPHA) -> list[Verdict]:
 
 def family_p_holm(verdicts: list[Verdict]) -> dict:
     """{test key: p_holm} of every keyed test in ``verdicts`` (one rung's Holm family), so that a table prints
-    the same p_holm as the verdicts (:func:`toy_rl.experiments.controls.with_family_p`)."""
+    the same p_holm as the verdicts (:func:`toy_rl.experiments.compare.with_family_p`)."""
     return {t.key: t.p_holm for v in verdicts for t in v.tests if t.key is not None}
 
 

@@ -31,12 +31,12 @@ from ..eta import Plan, up_front
 from ..experiments import run
 from ..experiments.runner import finished, read_back, read_dir
 from ..experiments.layout import scenario_of
-from ..experiments.controls import (MEAN_BOUNDS, c_high_spread, control_claims, control_rules, mean_bounds_rule,
-                                   with_family_p)
+from ..experiments import compare as shared
+from ..experiments.compare import band_columns, paired_columns, with_family_p
+from ..experiments.controls import MEAN_BOUNDS, c_high_spread, control_claims, control_rules, mean_bounds_rule
 from ..experiments.pilot import records_array, records_regime, summarise_records
 from ..experiments.records import run_summary
 from ..experiments.table import band_text, diff_text, p_text
-from ..stats import confidence_band, paired_test, seeds_for_effect
 from ..verdicts import judge, verdict_line
 from ..workers import process_pool
 from .pilot import preset_spec, search_outcome
@@ -83,11 +83,8 @@ def _active(bapo_runs: list[list[dict]]):
 
 def realised_bounds(bapo_runs: list[list[dict]]) -> tuple[float, float]:
     """BAPO's mean (c_low, c_high) over its seeds and the updates where ρ was defined (the batch carried
-    advantage mass, so the bounds could clip); rounded to 4 places."""
-    lo, hi, active = _active(bapo_runs)
-    if not active.any():
-        raise ValueError("BAPO's runs have no update with advantage mass: its bounds never mattered")
-    return round(float(lo[active].mean()), 4), round(float(hi[active].mean()), 4)
+    advantage mass, so the bounds could clip): :func:`toy_rl.experiments.compare.realised_bounds`."""
+    return shared.realised_bounds(*_active(bapo_runs))
 
 
 def per_seed(runs: list[list[dict]]) -> dict:
@@ -115,17 +112,13 @@ def table_rows(runs: dict, rules: dict, reference: str = REFERENCE) -> list[dict
         seeds = sorted(by_seed)
         row = dict(rule=label, rule_repr=repr(rules[label]), seeds=len(seeds))
         for name in (*ENDPOINTS, "start_accuracy", "c_low", "c_high", "clip_frac_low", "clip_frac_high", "approx_kl"):
-            mean, lo, hi = confidence_band(np.array([_nan(by_seed[s][name]) for s in seeds]))
-            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = float(mean), float(lo), float(hi)
+            row.update(band_columns(name, np.array([_nan(by_seed[s][name]) for s in seeds])))
         if label != reference and reference in scores:
-            ref = scores[reference]
-            both = sorted(set(ref) & set(by_seed))
-            for name in ENDPOINTS:
-                test = paired_test([_nan(ref[s][name]) for s in both], [_nan(by_seed[s][name]) for s in both])
-                row[f"diff_{name}"], row[f"p_{name}"] = test["diff"], test["p"]
-                row[f"diff_{name}_lo"], row[f"diff_{name}_hi"] = test["diff_lo"], test["diff_hi"]
-                row[f"sd_diff_{name}"] = float(np.nanstd([_nan(ref[s][name]) - _nan(by_seed[s][name])
-                                                          for s in both], ddof=1)) if len(both) > 1 else np.nan
+            both = sorted(set(scores[reference]) & set(by_seed))                # pairs matched by seed id
+
+            def values(side: dict) -> dict:
+                return {name: [_nan(side[s][name]) for s in both] for name in ENDPOINTS}
+            row.update(paired_columns(values(scores[reference]), values(by_seed), ENDPOINTS, sd=True))
         rows.append(row)
     return rows
 
@@ -137,11 +130,10 @@ def with_verdicts_p(result: dict) -> dict:
     return result
 
 
-def seeds_needed(rows: list, effect: float = 0.03, endpoint: str = ENDPOINTS[0]) -> int | None:
-    """Seeds a paired test needs to see ``effect`` (3 points of accuracy: the low end of the paper's gaps,
-    Fig. 11) at the median scatter of the per-seed differences in ``rows``; None without two seeds."""
-    sds = [r[f"sd_diff_{endpoint}"] for r in rows if np.isfinite(r.get(f"sd_diff_{endpoint}", np.nan))]
-    return seeds_for_effect(effect, float(np.median(sds))) if sds and np.median(sds) > 0 else None
+def seeds_needed(rows: list, effect: float = 0.03, endpoint: str = PRIMARY) -> int | None:
+    """Seeds a paired test needs to see ``effect`` on ``endpoint`` at this table's scatter
+    (:func:`toy_rl.experiments.compare.seeds_needed`)."""
+    return shared.seeds_needed(rows, effect, endpoint)
 
 
 def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None = None, rules: dict | None = None,

@@ -44,10 +44,10 @@ from dataclasses import replace
 import numpy as np
 
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
-from ..experiments.controls import (MEAN_BOUNDS, c_high_spread, control_claims, control_rules, mean_bounds_rule,
-                                   with_family_p)
+from ..experiments import compare as shared
+from ..experiments.compare import band_columns, paired_columns, with_family_p
+from ..experiments.controls import MEAN_BOUNDS, c_high_spread, control_claims, control_rules, mean_bounds_rule
 from ..experiments.table import band_text, diff_text, p_text
-from ..stats import confidence_band, paired_test
 from ..verdicts import Regime, judge, regime_name, verdict_line
 from .config import BanditConfig
 from .pilot import run_summary
@@ -85,13 +85,9 @@ def _active(run):
 
 
 def realised_bounds(run) -> tuple:
-    """BAPO's mean (c_low, c_high) over the seeds and the updates where a bound could clip (:func:`_active`);
-    rounded to 4 places."""
-    m = run.metrics
-    active = _active(run)
-    if not active.any():
-        raise ValueError("BAPO's run has no stale update with advantage mass: its bounds never mattered")
-    return round(float(m["c_low"][active].mean()), 4), round(float(m["c_high"][active].mean()), 4)
+    """BAPO's mean (c_low, c_high) over the seeds and the updates where a bound could clip (:func:`_active`: stale,
+    with advantage mass): :func:`toy_rl.experiments.compare.realised_bounds`."""
+    return shared.realised_bounds(run.metrics["c_low"], run.metrics["c_high"], _active(run))
 
 
 def run_cell(config: BanditConfig, rules: dict, seeds) -> dict:
@@ -118,13 +114,9 @@ def cell_rows(runs: dict, reference: str = "bapo", **cell) -> list:
         if label == reference:
             row["c_high_sd"] = c_high_spread(runs[label].metrics["c_high"], _active(runs[label]))
         for name, values in s.items():
-            mean, lo, hi = confidence_band(values)
-            row[name], row[f"{name}_lo"], row[f"{name}_hi"] = float(mean), float(lo), float(hi)
-        if label != reference and reference in scores:
-            for name in ENDPOINTS:
-                test = paired_test(scores[reference][name], s[name])
-                row[f"diff_{name}"], row[f"p_{name}"] = test["diff"], test["p"]
-                row[f"diff_{name}_lo"], row[f"diff_{name}_hi"] = test["diff_lo"], test["diff_hi"]
+            row.update(band_columns(name, values))
+        if label != reference and reference in scores:             # every rule ran the same seeds, in one order
+            row.update(paired_columns(scores[reference], s, ENDPOINTS))
         rows.append(row)
     return rows
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
+from .compare import with_family_p  # noqa: F401  (a table's p_holm: on the comparisons' shared floor, importable here too)
 
 MEAN_BOUNDS = "fixed@bapo-mean"
 
@@ -111,18 +112,3 @@ def c_high_spread(c_high, active) -> float:
     import numpy as np
     values = np.asarray(c_high, dtype=float)[np.asarray(active, dtype=bool)]
     return float(values.std(ddof=1)) if values.size > 1 else float("nan")
-
-
-def with_family_p(rows: list, verdicts: list, endpoints, reference: str = "bapo", cell_of=lambda row: "") -> list:
-    """Write into each table row (BAPO − the row's rule) the p_holm of the same test in the rung's one Holm family
-    (the verdicts' tests, :func:`toy_rl.verdicts.family_p_holm`), as ``p_holm_<endpoint>``: the table and the
-    verdicts print the same number. A row whose test is not in the family (a control no claim uses, or a rule
-    identical to another) gets NaN: its difference is shown with its interval, untested."""
-    import math
-    from ..verdicts import family_p_holm
-    found = family_p_holm(verdicts)
-    for row in rows:
-        for name in endpoints:
-            if f"diff_{name}" in row:
-                row[f"p_holm_{name}"] = found.get((cell_of(row), name, reference, row["rule"]), math.nan)
-    return rows
