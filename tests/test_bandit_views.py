@@ -147,6 +147,22 @@ def test_staleness_curves_and_rule_bands_report_the_runs_numbers(results):
     assert isinstance(entropy_vs_reward(runs)[0], Figure)
 
 
+def test_rule_bands_keep_bands_in_range_and_every_rule_visible(results):
+    """Issue 25's figure hygiene: a band never leaves what its quantity can take (clip fractions, reward in
+    [0, 1], entropy >= 0), and each rule's line has its own marker, so a line drawn over another still shows."""
+    fig, _ = rule_bands(results, 2)
+    for ax in fig.axes:
+        title = ax.get_ylabel()
+        if any(word in title for word in ("clip fraction", "expected reward", "entropy")):
+            low = min(c.get_paths()[0].vertices[:, 1].min() for c in ax.collections if c.get_paths())
+            assert low >= 0, title
+            if "clip fraction" in title or "reward" in title:
+                assert max(c.get_paths()[0].vertices[:, 1].max() for c in ax.collections if c.get_paths()) <= 1
+    first = fig.axes[0]
+    markers = [line.get_marker() for line in first.lines if not line.get_label().startswith("_")]
+    assert len(markers) == 3 and len(set(markers)) == 3
+
+
 def test_x_axis_volatility_and_roughness(results):
     stale, on = results[2, "symmetric"], results[0, "symmetric"]
     assert x_axis(stale, "sample")[:4].tolist() == [32, 32, 32, 64]

@@ -253,6 +253,8 @@ def test_views_draw_the_logged_runs(logged):
     fig, means = rules_view(runs, 2)
     assert isinstance(fig, Figure) and set(means) == set(RULES)
     assert means["bapo"]["c_low"] >= 0.6 - 1e-6 and means["symmetric"]["c_high"] == pytest.approx(1.2)
+    markers = {line.get_label(): line.get_marker() for line in fig.axes[0].lines if line.get_label() in RULES}
+    assert len(set(markers.values())) == len(RULES)     # a marker each: BAPO's line drawn over another still shows
     fig, numbers = staleness_view(runs, "symmetric")
     assert isinstance(fig, Figure) and set(numbers) == {0, 2}
     fig, numbers = run_figure(runs[0], eval_size=8)
