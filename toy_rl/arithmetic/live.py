@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from ..clipping import BAPO, RULES, FixedBounds
+from ..clipping import BAPO, RULE_CLASSES, RULES, FixedBounds
 from ..experiments import experiment_name, load, scenario_name
 from ..experiments.logged import candidates
 from ..rl.config import RLConfig, rule_label
@@ -68,7 +68,7 @@ def live_rule(kind: str, c_low: float, c_high: float, rho0: float = 0.4):
     Slider values are rounded to 4 decimals first (a slider sends 1.2800000000000002)."""
     c_low, c_high, rho0 = (round(float(v), 4) for v in (c_low, c_high, rho0))
     if kind == "fixed":
-        for name, cls in RULES.items():
+        for name, cls in RULE_CLASSES.items():
             rule = cls()
             if name != "bapo" and (rule.c_low, rule.c_high) == (c_low, c_high):
                 return rule

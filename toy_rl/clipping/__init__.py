@@ -10,15 +10,17 @@ from .bapo import BAPO
 from .loss import aggregate, clipped_mask, policy_loss, policy_loss_runs, token_ratio, token_weights
 from .rules import Bounds, ClipHigher, ClippingRule, FixedBounds, Symmetric
 
-RULES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}
+RULE_CLASSES = {"symmetric": Symmetric, "clip-higher": ClipHigher, "bapo": BAPO}    # {name: class}
+RULES = tuple(RULE_CLASSES)     # the three rules' names, in this order: the one list every rung sweeps
 
 
 def make_rule(name: str):
     """A rule with its defaults from its name: "symmetric", "clip-higher" or "bapo"."""
-    if name not in RULES:
+    if name not in RULE_CLASSES:
         raise ValueError(f"unknown rule {name!r}; choose from {sorted(RULES)}")
-    return RULES[name]()
+    return RULE_CLASSES[name]()
 
 
 __all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "ClippingRule", "policy_loss", "policy_loss_runs",
-           "token_ratio", "token_weights", "aggregate", "clipped_mask", "make_rule", "RULES"]
+           "token_ratio", "token_weights", "aggregate", "clipped_mask", "make_rule", "RULES",
+           "RULE_CLASSES"]

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..clipping import RULES as RULE_CLASSES
+from ..clipping import RULES
 from ..rl.config import RLConfig
 from .tasks import RUNGS, check_rung, make_task
 
-RULES = tuple(RULE_CLASSES)                    # ("symmetric", "clip-higher", "bapo")
 BACKENDS = {"bandit": "toy_rl.bandit.experiments", "arithmetic": "toy_rl.arithmetic.run", "lm": "toy_rl.lm.run"}
 DEFAULT_TASK = {"bandit": "rare-correct", "arithmetic": "add", "lm": "add"}
 

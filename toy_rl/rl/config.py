@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..advantages import ADVANTAGES
-from ..clipping import BAPO, RULES, make_rule
+from ..clipping import BAPO, RULE_CLASSES, RULES, make_rule
 from ..clipping.checks import AGGREGATIONS
 from ..clipping.rules import ClipHigher, FixedBounds, FixedRule, Symmetric
 from .sources import MODES
@@ -62,7 +62,7 @@ def _params(rule) -> dict:
 
 def _default_name(rule) -> str | None:
     """The name of the named rule ``rule`` equals (with its defaults), if any."""
-    for name, cls in RULES.items():
+    for name, cls in RULE_CLASSES.items():
         try:
             if type(rule) is cls and rule == cls():
                 return name
