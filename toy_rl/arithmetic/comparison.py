@@ -287,7 +287,7 @@ def is_complete(preset: Preset, seeds=range(10), out="runs/compare", rules: dict
     return all(finished(preset_spec(preset, rule, s, out=out, **overrides)) is not None for s in seeds)
 
 
-def load_or_compare(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", quick_seeds=range(3),
+def load_comparison(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/compare", quick_seeds=range(3),
                     quick_steps: int = 60, quick_out="runs/compare-notebook", **kw) -> tuple[dict, str]:
     """The full comparison if ``out`` holds all of it (read back, nothing trained), else a smaller one run now
     (``quick_seeds`` × ``quick_steps`` into ``quick_out``; resumable). Returns (result, a line saying which)."""
@@ -300,6 +300,9 @@ def load_or_compare(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/c
     return result, (f"{out}/{preset.name} is not complete: computed now into {quick_out}/{preset.name} "
                     f"({len(list(quick_seeds))} seeds, {quick_steps} updates each; the full comparison: "
                     f"toy-rl arithmetic --compare {preset.name} --seeds {len(list(seeds))} --workers 2)")
+
+
+load_or_compare = load_comparison      # its old name (the staleness sweep's is toy_rl.arithmetic.sweep.load_or_compare)
 
 
 def format_rows(rows: list) -> str:
@@ -334,5 +337,5 @@ def gate_line(result: dict) -> str:
     return line
 
 
-__all__ = ["ENDPOINTS", "PRIMARY", "as_cells", "compare", "format_rows", "from_logs", "gate_line", "preset_rules", "realised_bounds", "run_all",
+__all__ = ["ENDPOINTS", "PRIMARY", "as_cells", "compare", "format_rows", "from_logs", "gate_line", "load_comparison", "preset_rules", "realised_bounds", "run_all",
            "seeds_needed", "table_rows"]

@@ -136,7 +136,7 @@ def get_preset(name: str = DEFAULT) -> Preset:
 def as_preset(preset: Preset | str) -> Preset:
     """The :class:`Preset` a name stands for (:func:`get_preset`: an unknown name is a ValueError naming the
     choices); a Preset passes as it is. The one door where a preset's name becomes the object: only the functions a
-    notebook or a command calls with a name (``comparison.compare``, ``comparison.load_or_compare``,
+    notebook or a command calls with a name (``comparison.compare``, ``comparison.load_comparison``,
     ``pilot.pilot``, ``step_grid.run_step_grid``, :func:`smoke_preset`) pass through it; every function below them
     takes a Preset."""
     return get_preset(preset) if isinstance(preset, str) else preset
