@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from toy_rl import eta
+from toy_rl import eta, timing
+from toy_rl.arithmetic import backend as arithmetic, warmstart as arithmetic_warmstart
+from toy_rl.bandit import backend as bandit
 from toy_rl.cli import main
+from toy_rl.experiments.plan import Plan, run_seconds
+from toy_rl.lm import backend as lm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def always(monkeypatch):
     """Announce everything (the smoke work of these tests is far below the real threshold)."""
-    monkeypatch.setattr(eta, "THRESHOLD", -1.0)
+    monkeypatch.setattr(timing, "THRESHOLD", -1.0)
 
 
 @pytest.fixture
@@ -25,33 +29,34 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_durations_read_as_a_person_would_say_them():
-    assert eta.duration(41) == "about 40 s"
-    assert eta.duration(6 * 60 + 10) == "about 6 min"
-    assert eta.duration(70 * 60) == "about 1 h 10 min"
-    assert eta.duration(2 * 3600) == "about 2 h"
+    assert timing.duration(41) == "about 40 s"
+    assert timing.duration(6 * 60 + 10) == "about 6 min"
+    assert timing.duration(70 * 60) == "about 1 h 10 min"
+    assert timing.duration(2 * 3600) == "about 2 h"
 
 
 def test_every_rate_says_how_it_was_measured():
-    for rate in [*eta.RL_RATES.values(), *eta.BF16_RL_RATES.values(), *eta.WARMSTART_RATES.values(),
-                 eta.BANDIT_COMPARE]:
+    for rate in [*arithmetic.RL_RATES.values(), *lm.RL_RATES.values(), *lm.BF16_RL_RATES.values(),
+                 *arithmetic_warmstart.RATES.values(), bandit.COMPARE_RATE]:
         assert rate.seconds > 0 and rate.batch > 0 and len(rate.measured) > 20
 
 
 def test_short_work_is_not_announced_and_quiet_silences(capsys):
-    assert not eta.announce("training a little", 5.0)
-    assert eta.announce("training a lot", 400.0)
-    with eta.quiet():
-        assert not eta.announce("training a lot", 400.0)
+    assert not timing.announce("training a little", 5.0)
+    assert timing.announce("training a lot", 400.0)
+    with timing.quiet():
+        assert not timing.announce("training a lot", 400.0)
     assert capsys.readouterr().err == "training a lot: about 7 min on 2 CPU cores\n"
 
 
 def test_a_fresh_default_warm_start_is_estimated_from_its_measured_rate(cache):
     from toy_rl.arithmetic.warmstart import default_config, smoke_config
-    seconds = eta.warmstart_seconds("add")
-    rate = eta.WARMSTART_RATES["add"]
-    assert seconds == pytest.approx(default_config("add").max_steps * rate.seconds + eta.WARMSTART_HELDOUT["add"])
-    assert seconds > eta.THRESHOLD                              # a fresh clone hears about it
-    assert eta.warmstart_seconds("add", smoke_config("add")) < 1
+    seconds = arithmetic_warmstart.estimated_seconds("add")
+    rate = arithmetic_warmstart.RATES["add"]
+    assert seconds == pytest.approx(default_config("add").max_steps * rate.seconds
+                                    + arithmetic_warmstart.HELDOUT_SECONDS["add"])
+    assert seconds > timing.THRESHOLD                           # a fresh clone hears about it
+    assert arithmetic_warmstart.estimated_seconds("add", smoke_config("add")) < 1
 
 
 def test_ensure_warmstart_says_what_it_trains_before_it_does(cache, always, capsys):
@@ -83,9 +88,10 @@ def test_the_default_comparison_on_a_fresh_clone_is_announced_with_its_length(tm
     plan = arithmetic_comparison_plan(tmp_path / "runs")
     assert len(plan.specs) == 90                 # 8 rules + the fixed rule at BAPO's mean bounds, 10 seeds
     preset = get_preset(DEFAULT)
-    rate = eta.RL_RATES[("arithmetic", "search", False)]
+    rate = arithmetic.RL_RATES[("search", False)]
     runs = 90 * preset.rl["steps"] * rate.seconds
-    assert plan.seconds() == pytest.approx(runs + eta.warmstart_seconds(preset.make_task(), preset.warmstart))
+    warm = arithmetic_warmstart.estimated_seconds(preset.make_task(), preset.warmstart)
+    assert plan.seconds() == pytest.approx(runs + warm)
     line = plan.describe()
     assert line.startswith(f"training 90 rung-2 runs not found under {tmp_path / 'runs' / 'compare' / DEFAULT} "
                            f"({preset.rl['steps']} updates each) and the rung-2 warm start for search (not cached)")
@@ -96,9 +102,9 @@ def test_a_bf16_rung3_run_is_estimated_from_its_own_rate(tmp_path):
     from toy_rl.experiments import make_spec
     spec = lambda dtype: make_spec("lm", "search-hard-warm", rule="bapo", steps=40, staleness=2, out=str(tmp_path),
                                    device="cpu", dtype=dtype)
-    bf16, fp32 = eta.BF16_RL_RATES[("lm", "search-hard-warm")], eta.RL_RATES[("lm", "search-hard-warm", False)]
-    assert eta.run_seconds(spec("bfloat16")) == pytest.approx(40 * bf16.seconds)
-    assert eta.run_seconds(spec("float32")) == pytest.approx(40 * fp32.seconds)
+    bf16, fp32 = lm.BF16_RL_RATES["search-hard-warm"], lm.RL_RATES["search-hard-warm"]
+    assert run_seconds(spec("bfloat16")) == pytest.approx(40 * bf16.seconds)
+    assert run_seconds(spec("float32")) == pytest.approx(40 * fp32.seconds)
     assert bf16.seconds < fp32.seconds
 
 
@@ -108,13 +114,23 @@ def test_the_partial_rollout_comparison_is_estimated_from_its_own_rate(tmp_path,
     preset = get_preset("long-failures-partial")
     specs = missing_specs(preset, range(10), tmp_path / "runs" / "compare")
     assert len(specs) == 40                      # 3 rules, and BAPO's 10 again for the fixed rule at its mean bounds
-    rate = eta.RL_RATES[("arithmetic", "search", True)]
-    assert rate.seconds < eta.RL_RATES[("arithmetic", "search", False)].seconds
-    plan = eta.Plan(specs=specs, workers=2)
-    warm = eta.warmstart_seconds(preset.make_task(), preset.warmstart)
+    rate = arithmetic.RL_RATES[("search", True)]
+    assert rate.seconds < arithmetic.RL_RATES[("search", False)].seconds
+    plan = Plan(specs=specs, workers=2)
+    warm = arithmetic_warmstart.estimated_seconds(preset.make_task(), preset.warmstart)
     assert plan.seconds() == pytest.approx(40 * preset.rl["steps"] * rate.seconds / 2 + warm)
     assert plan.describe().startswith(f"training 40 rung-2 runs not found under "
                                       f"{tmp_path / 'runs' / 'compare' / preset.name} (120 updates each, 2 at once)")
+
+
+def test_the_old_eta_module_still_answers_with_the_moved_names():
+    """toy_rl.eta is toy_rl.timing's old name, kept for one round: its names, and the rates keyed by rung."""
+    assert eta.Plan is Plan and eta.up_front is timing.up_front and eta.announce is timing.announce
+    assert eta.RL_RATES[("arithmetic", "search", True)] is arithmetic.RL_RATES[("search", True)]
+    assert eta.RL_RATES[("lm", "add", False)] is lm.RL_RATES["add"]
+    assert eta.BF16_RL_RATES[("lm", "search-hard-warm")] is lm.BF16_RL_RATES["search-hard-warm"]
+    assert eta.bandit_seconds(20, 300) == bandit.comparison_seconds(20, 300) == bandit.COMPARE_RATE.seconds
+    assert eta.warmstart_seconds("add") == arithmetic_warmstart.estimated_seconds("add")
 
 
 def test_figures_announce_their_whole_plan_in_one_line(tmp_path, cache, always, capsys):

@@ -125,19 +125,19 @@ def test_is_cached_after_a_warm_start():
 
 def test_the_up_front_line_names_the_warm_start(tmp_path):
     """A plan of search-warm runs on SmolLM2 (not trained here) adds the warm start while it is not cached."""
-    from toy_rl import eta
+    from toy_rl.experiments.plan import Plan, run_seconds
     from toy_rl.experiments import make_spec
     from toy_rl.lm.warmstart import SECONDS_PER_STEP
     spec = make_spec("lm", "search-warm", rule="bapo", steps=8, out=str(tmp_path), device="cpu")
-    plan = eta.Plan(specs=[spec])
+    plan = Plan(specs=[spec])
     assert "rung-3 LoRA warm start for search-warm (not cached)" in plan.describe()
-    assert plan.seconds() == pytest.approx(eta.run_seconds(spec) + 50 * SECONDS_PER_STEP)
+    assert plan.seconds() == pytest.approx(run_seconds(spec) + 50 * SECONDS_PER_STEP)
 
 
 def test_the_up_front_line_knows_a_bf16_warm_start_is_cached_apart(tmp_path):
     """bf16 runs start from their own warm start ("smollm2-135m@bfloat16" in its key): the plan of a bf16 run
     finds it in the cache, and a float32 run's plan still says its own is missing."""
-    from toy_rl import eta
+    from toy_rl.experiments.plan import Plan, run_seconds
     from toy_rl.experiments import make_spec, make_task
     from toy_rl.lm.run import spec_warm_start_label
     task = make_task("lm", "search-warm")
@@ -148,5 +148,5 @@ def test_the_up_front_line_knows_a_bf16_warm_start_is_cached_apart(tmp_path):
     bf16, fp32 = (make_spec("lm", "search-warm", rule="bapo", steps=8, out=str(tmp_path), device="cpu", dtype=d)
                   for d in ("bfloat16", "float32"))
     assert (spec_warm_start_label(bf16), spec_warm_start_label(fp32)) == ("smollm2-135m@bfloat16", "smollm2-135m")
-    assert "warm start" not in eta.Plan(specs=[bf16]).describe()
-    assert "rung-3 LoRA warm start for search-warm (not cached)" in eta.Plan(specs=[fp32]).describe()
+    assert "warm start" not in Plan(specs=[bf16]).describe()
+    assert "rung-3 LoRA warm start for search-warm (not cached)" in Plan(specs=[fp32]).describe()

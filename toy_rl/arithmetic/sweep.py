@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..eta import Plan, up_front
 from ..experiments import experiment_name, grid, load, scenario_name, status, sweep
 from ..experiments.logged import announce, candidates
+from ..experiments.plan import Plan
 from ..experiments.runner import read_back, read_dir
+from ..timing import up_front
 from .run import DEFAULTS, RULES
 
 
@@ -59,7 +60,7 @@ def quick_grids(task: str, stalenesses=(0,), partial: int | None = None, rules=R
 def missing_specs(root, task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
                   mode: str = "reuse", quick_out=None, on_policy_rules=None, **overrides) -> list:
     """The runs :func:`load_or_compare` with these arguments would train (none when ``root`` holds them all):
-    for the estimate a command prints first (:mod:`toy_rl.eta`)."""
+    for the estimate a command prints first (:mod:`toy_rl.timing`)."""
     wanted = _wanted(stalenesses, partial, rules, mode, on_policy_rules)
     if _complete(root, task, wanted, seeds, overrides.get("smoke", False))[0] is not None or quick_out is None:
         return []

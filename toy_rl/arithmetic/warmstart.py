@@ -13,7 +13,8 @@ Checkpoints are cached: ``ensure_warmstart(task)`` returns
 ``$TOY_RL_CACHE/warmstart/<task>-<hash>.pt`` (default ``~/.cache/toy_rl``),
 training it first if it is missing. The hash covers the task's settings and
 the whole ``WarmstartConfig``, so a different config never reuses a stale file.
-Metrics go to the ``.jsonl`` beside it, one JSON object per line.
+Metrics go to the ``.jsonl`` beside it, one JSON object per line. How long a fresh one takes is measured
+(``RATES``, :func:`estimated_seconds`) and said first when it is long (:func:`announce_training`, :mod:`toy_rl.timing`).
 
 Training runs on ``config.threads`` CPU threads whatever the caller set: torch's sums split differently on 1
 and 2 threads, and over 2,000 steps the two give different models (``add``: held-out greedy 0.44 on one thread,
@@ -35,7 +36,9 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .. import timing
 from ..threads import cpu_threads
+from ..timing import Rate
 from .model import GPT, ModelConfig, load_checkpoint, resolve_device, save_checkpoint
 from .model.evaluate import evaluate
 from .model.tokenizer import BOS_ID, EOS_ID, PAD_ID, encode
@@ -104,6 +107,46 @@ def cache_path(task, config: WarmstartConfig | None = None, root=None) -> Path:
     task = get_task(task)
     config = config or default_config(task)
     return cache_dir(root) / f"{task.name}-{config_hash(task, config)}.pt"
+
+
+# --- how long it takes -----------------------------------------------------------------------------------------
+
+# Seconds per warm-start step of each task's default config (64 sequences, the default 211,520-parameter GPT, the
+# validation sample every eval_every steps included) and of the held-out evaluation at the end (500 problems), as
+# ensure_warmstart logs them (the "seconds" of <cache>/warmstart/<task>-<hash>.jsonl) when it trains on a fresh
+# cache, what `TOY_RL_CACHE=$(mktemp -d) toy-rl warmstart --task <task>` does; 1 thread, 2026-12-01.
+RATES = {
+    "add": Rate(0.0425, 64, "toy-rl warmstart --task add on a fresh cache: 2000 steps in 85 s (its target not "
+                            "reached), load 1.3-2.1"),
+    "countdown": Rate(0.0754, 64, "toy-rl warmstart --task countdown on a fresh cache: 2000 steps in 151 s, load 2.1"),
+    "scratchpad": Rate(0.101, 64, "logged by toy-rl figures --only 05 on a fresh cache: 800 steps in 81 s (stopped at "
+                                  "its target), load ~1.4"),
+    "search": Rate(0.078, 64, "logged by toy-rl arithmetic --compare long-failures on a fresh cache (the preset's warm "
+                              "start): 600 steps in 47 s"),
+}
+HELDOUT_SECONDS = {"add": 1.3, "countdown": 0.9, "scratchpad": 2.5, "search": 3.2}   # 500 problems
+
+
+def estimated_seconds(task, config: WarmstartConfig | None = None) -> float:
+    """Estimated seconds to train a warm start (all ``max_steps``: early stopping only makes it shorter), from
+    :data:`RATES` scaled by model size and batch (an unmeasured task: the slowest rate)."""
+    task = get_task(task)
+    config = config or default_config(task)
+    rate = RATES.get(task.name) or max(RATES.values(), key=lambda r: r.seconds)
+    size = GPT(config.model).num_params() / GPT(ModelConfig()).num_params()
+    scale = size * config.batch_size / rate.batch
+    heldout = HELDOUT_SECONDS.get(task.name, max(HELDOUT_SECONDS.values())) * size
+    return config.max_steps * rate.seconds * scale + heldout * config.heldout_problems / 500
+
+
+def announce_training(task, config: WarmstartConfig | None = None, root=None) -> bool:
+    """The line :func:`ensure_warmstart` prints before it trains a warm start that is not cached, e.g. "training
+    the rung-2 warm start for task add (not cached in ~/.cache/toy_rl/warmstart): up to about 2 min on 2 CPU
+    cores" (:func:`toy_rl.timing.announce`)."""
+    task = get_task(task)
+    config = config or default_config(task)
+    return timing.announce(f"training the rung-2 warm start for task {task.name} (not cached in {cache_dir(root)})",
+                           estimated_seconds(task, config), up_to=config.target_accuracy <= 1)
 
 
 def make_batch(task: Task, problems, device=None):
@@ -203,8 +246,7 @@ def ensure_warmstart(task, config: WarmstartConfig | None = None, *, root=None, 
     path = cache_path(task, config, root)
     if path.exists() and not force:
         return path
-    from ..eta import announce_warmstart
-    announce_warmstart(task, config, root)            # one line before a long training (not when a caller did)
+    announce_training(task, config, root)             # one line before a long training (not when a caller did)
     path.parent.mkdir(parents=True, exist_ok=True)
     model, summary = train_warmstart(task, config, device=device, progress=progress,
                                      metrics_path=path.with_suffix(".jsonl"))

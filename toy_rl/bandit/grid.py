@@ -24,12 +24,13 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from ..eta import announce, bandit_seconds, quiet
 from ..experiments import logged
 from ..experiments.controls import control_rules
 from ..rl.run_folder import write_text
 from ..strict_json import dumps, jsonable
+from ..timing import announce, quiet
 from ..verdicts import across
+from .backend import comparison_seconds
 from .comparison import CELLS, PRIMARY, comparison_checks, compare
 from .presets import DEFAULT, get_preset
 
@@ -67,7 +68,7 @@ def run_grid(preset: str = DEFAULT, seeds=range(20), factors=STEP_FACTORS, task_
                                 'committed logs, and TRAIN is "never" (set it to "missing" to compute them)')
     config = plan[next(iter(plan))][0]
     announce(f"the rung-1 robustness grid ({len(todo)} of {len(plan)} grid cells to compute)",
-             len(todo) * bandit_seconds(len(seeds), config.steps, len(cells), len(control_rules()) + 1))
+             len(todo) * comparison_seconds(len(seeds), config.steps, len(cells), len(control_rules()) + 1))
     grid = {}
     with quiet():
         for key, (config, settings) in plan.items():

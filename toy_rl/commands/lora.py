@@ -88,7 +88,8 @@ def settings(args) -> dict:
 
 
 def run(args) -> int:
-    from ..eta import Plan, up_front
+    from ..experiments.plan import Plan
+    from ..timing import up_front
     from ..experiments import format_table, grid, make_spec, run_summaries, status
     from ..experiments.tasks import make_task
     from ..lm.run import model_settings

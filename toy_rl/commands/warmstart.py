@@ -31,11 +31,11 @@ def run(args) -> int:
 
     import torch
 
-    from .. import eta
-    from ..eta import on_cpu
+    from .. import timing
     from ..arithmetic.model import read_meta
     from ..arithmetic.tasks import TASKS, get_task
-    from ..arithmetic.warmstart import cache_dir, cache_path, default_config, ensure_warmstart, smoke_config
+    from ..arithmetic.warmstart import (cache_dir, cache_path, default_config, ensure_warmstart, estimated_seconds,
+                                        smoke_config)
 
     names = list(TASKS) if args.task == "all" else [args.task]
     tasks = [get_task(name) for name in names]                  # ValueError lists the task names
@@ -50,16 +50,16 @@ def run(args) -> int:
             config = replace(config, target_accuracy=args.target_accuracy)
         configs.append(config)
     todo = [(t, c) for t, c in zip(tasks, configs) if args.force or not cache_path(t, c, args.out).exists()]
-    if todo and on_cpu(args.device):                          # one line first when training takes long
+    if todo and timing.on_cpu(args.device):                   # one line first when training takes long
         what = ", ".join(t.name for t, _ in todo)
-        eta.announce(f"training the rung-2 warm start{'s' if len(todo) > 1 else ''} for {what} "
-                     f"({'--force' if args.force else 'not cached'} in {cache_dir(args.out)})",
-                     sum(eta.warmstart_seconds(t, c) for t, c in todo),
-                     up_to=any(c.target_accuracy <= 1 for _, c in todo))
+        timing.announce(f"training the rung-2 warm start{'s' if len(todo) > 1 else ''} for {what} "
+                        f"({'--force' if args.force else 'not cached'} in {cache_dir(args.out)})",
+                        sum(estimated_seconds(t, c) for t, c in todo),
+                        up_to=any(c.target_accuracy <= 1 for _, c in todo))
     entries = []
     for name, task, config in zip(names, tasks, configs):
         cached = cache_path(task, config, args.out).exists() and not args.force
-        with eta.quiet():
+        with timing.quiet():
             path = ensure_warmstart(task, config, root=args.out, force=args.force, device=args.device,
                                     progress=show_progress(args))
         meta = read_meta(path)

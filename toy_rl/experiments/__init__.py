@@ -9,9 +9,10 @@
     results = load("runs/bandit-rare-correct")  # the same dict, read back from the run folders
 
 Files: spec (RunSpec, make_spec, grid), tasks (the task registry, by rung), layout (the run folders),
-runner (run, sweep, load), records (one run's curves and numbers), table (summarize, format_table).
-The rung backends stay in their packages: toy_rl.bandit.experiments (rung 1), toy_rl.arithmetic.run
-(rung 2), toy_rl.lm.run (rungs 3-4).
+runner (run, sweep, load), records (one run's curves and numbers), table (summarize, format_table),
+plan (what a command is about to train, and how long: Plan). The rung backends stay in their packages:
+toy_rl.bandit.experiments (rung 1), toy_rl.arithmetic.run (rung 2), toy_rl.lm.run (rungs 3-4) train; each rung's
+``backend`` module (toy_rl.arithmetic.backend, ...) says what a plan asks about it (its measured rates).
 """
 from .layout import experiment_dir, experiment_name, model_label, rule_label, run_dir, scenario_name
 from .records import SCORES, UPDATE_METRICS, area_under, curve, run_summaries, run_summary, score_name

@@ -18,12 +18,13 @@ import json
 import os
 from pathlib import Path
 
-from ..eta import Plan, up_front
 from ..rl.config import config_differences, rule_label
 from ..rl.logbook import check_run, read_jsonl
 from ..threads import cpu_threads
+from ..timing import up_front
 from .layout import run_dir, scenario_of, seed_of
 from .logged import LOGGED_ONLY, announce, candidates, train_mode
+from .plan import Plan
 from .spec import RunSpec, backend
 
 

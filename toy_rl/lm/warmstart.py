@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 
 from ..rl.run_folder import load_state, save_state, write_text
+from ..timing import announce
 from .load import cache_root
 
 LR = 5e-4
@@ -115,7 +116,7 @@ def _settings(task, steps, batch, lr, seed, model) -> dict:
 
 def is_cached(task, steps: int, model: str = "", batch: int = BATCH, lr: float = LR, seed: int = 0) -> bool:
     """Whether a warm start with these settings is in the cache (for any adapter shape): what the up-front
-    time estimate (:mod:`toy_rl.eta`) asks before a run that will need one."""
+    time estimate (:mod:`toy_rl.lm.backend`) asks before a run that will need one."""
     want = _settings(task, steps, batch, lr, seed, model)
     for meta in cache_dir().glob("*/meta.json"):
         try:
@@ -147,9 +148,8 @@ def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, see
     if cache and (folder / "adapters.pt").is_file():
         policy.set_weights(load_state(folder / "adapters.pt"))
         return json.loads((folder / "meta.json").read_text())["losses"]
-    from .. import eta
-    eta.announce(f"training the rung-3 LoRA warm start ({steps} steps, not cached in {folder.parent})",
-                 estimated_seconds(steps, batch))
+    announce(f"training the rung-3 LoRA warm start ({steps} steps, not cached in {folder.parent})",
+             estimated_seconds(steps, batch))
     t0 = time.perf_counter()
     reset_adapters(policy, seed)
     losses = sft(policy, task, steps, batch, lr, seed, progress)

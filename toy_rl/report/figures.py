@@ -26,10 +26,11 @@ from matplotlib.figure import Figure
 from tqdm.auto import tqdm
 
 from ..experiments.controls import MEAN_BOUNDS
+from ..experiments.plan import Plan
 from ..threads import single_thread
+from ..timing import up_front
 from .machine import describe_machine, utc_now
 from .png import png_bytes
-from ..eta import Plan, up_front
 from .runs import (RUNG1, RUNG1_SMOKE, RUNG3, RUNG3_SMOKE, arithmetic_comparison, arithmetic_comparison_plan,
                    arithmetic_runs, arithmetic_runs_plan, bandit_comparison, bandit_comparison_plan, bandit_note,
                    llm_missing, lora_plan, lora_runs, runs_root)
@@ -50,7 +51,7 @@ class FigureSpec:
     notebook: str
     title: str
     build: Callable[..., tuple[Figure, dict]]    # (smoke, runs root, progress, model) -> (figure, caption parts)
-    plan: Callable[..., Plan] | None = None      # (smoke, runs root, model) -> what build will train (toy_rl.eta)
+    plan: Callable[..., Plan] | None = None      # (smoke, runs root, model) -> what build will train (toy_rl.experiments.plan)
 
 
 # === the builders: each returns (figure, {"what", "config", "source"}) ===========================================
@@ -303,7 +304,7 @@ def render_figures(names=None, out=DOCS_FIGURES, smoke: bool = False, runs=None,
     ``runs``: root of the run folders (default ``runs``; smoke: a fresh temporary folder). ``model``: rung 3's
     model (default SmolLM2-135M-Instruct; the tests pass a tiny random one). ``overwrite``: needed to replace
     figures in docs/figures (the committed ones; ValueError otherwise). Before anything trains, one line says
-    what will be trained and how long it takes, when that is more than ~30 s (:mod:`toy_rl.eta`)."""
+    what will be trained and how long it takes, when that is more than ~30 s (:mod:`toy_rl.timing`)."""
     specs = select(names)
     out = Path(out)
     if smoke and is_docs_figures(out):

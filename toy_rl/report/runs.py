@@ -64,14 +64,15 @@ def bandit_comparison(seeds: int | None = None, steps: int | None = None, smoke:
 
 
 def bandit_comparison_plan(seeds: int | None = None, steps: int | None = None, smoke: bool = False):
-    """What :func:`bandit_comparison` will compute, for the estimate printed first (:mod:`toy_rl.eta`)."""
+    """What :func:`bandit_comparison` will compute, for the estimate printed first (:mod:`toy_rl.timing`)."""
     from ..bandit.comparison import CELLS
     from ..bandit.presets import DEFAULT, get_preset
-    from ..eta import Plan, bandit_seconds
+    from ..bandit.backend import comparison_seconds
+    from ..experiments.plan import Plan
     c = BANDIT_COMPARE_SMOKE if smoke else BANDIT_COMPARE
     seeds, steps = seeds or c["seeds"], steps or c["steps"] or get_preset(DEFAULT).steps
     return Plan(extra=[(f"rung 1's comparison ({seeds} seeds x {steps} updates)",
-                        bandit_seconds(seeds, steps, len(CELLS)))])
+                        comparison_seconds(seeds, steps, len(CELLS)))])
 
 
 # --- rung 2 ------------------------------------------------------------------------------------------
@@ -126,7 +127,7 @@ def arithmetic_comparison_plan(runs, seeds: int | None = None, steps: int | None
     """What :func:`arithmetic_comparison` will train (runs missing under ``<runs>/compare``, the warm start)."""
     from ..arithmetic.comparison import missing_specs
     from ..arithmetic.presets import DEFAULT, get_preset, smoke_preset
-    from ..eta import Plan
+    from ..experiments.plan import Plan
     preset = smoke_preset(DEFAULT) if smoke else get_preset(DEFAULT)
     seeds = seeds or (COMPARE_SMOKE_SEEDS if smoke else COMPARE_SEEDS)
     return Plan(specs=missing_specs(preset, range(seeds), Path(runs) / "compare", steps=steps),
@@ -147,7 +148,7 @@ def arithmetic_runs_plan(runs, task: str = "add", stalenesses=(0, 2, 4, 8), part
                          on_policy_rules=None):
     """What :func:`arithmetic_runs` with the same arguments will train (nothing when the runs are logged)."""
     from ..arithmetic.sweep import missing_specs
-    from ..eta import Plan
+    from ..experiments.plan import Plan
     seeds, overrides, root = _arithmetic_args(runs, seeds, steps, smoke)
     return Plan(specs=missing_specs(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
                                     on_policy_rules=on_policy_rules, **overrides))
@@ -226,7 +227,7 @@ def lora_specs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds
 def lora_plan(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"], steps: int | None = None,
               smoke: bool = False, on_policy: bool = False, model=None):
     """What :func:`lora_runs` will train (its runs not finished under ``runs``); nothing without the llm extra."""
-    from ..eta import Plan
+    from ..experiments.plan import Plan
     from ..experiments import status
     if model is None and llm_missing():
         return Plan()
