@@ -49,10 +49,9 @@ import torch
 from tqdm.auto import tqdm
 
 from ..clipping import clipped_mask, make_rule
-from ..clipping.balance import balance_of, masses
 from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
 from ..rl.config import rule_label
-from ..rl.diagnostics import START
+from ..rl.diagnostics import START, start_balance
 from .answers import Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
 from .policy import best_prob, entropy, expected_reward, log_probs, probs
@@ -133,17 +132,16 @@ def length_balance(logp, old_logp, adv, mask) -> dict:
     ones', each weighted by its answer's |A| (docs/protocol.md, section 1; on-policy ρ = 1/(1 + λ));
     NaN with no positive mass. ``rho_start_grad`` / ``rho_start_all``: ρ = pos/(pos + neg) at BAPO's
     starting bounds [0.6, 1.2] with count="grad" / "all" (:mod:`toy_rl.clipping.balance`), i.e. the
-    balance BAPO's search sees before it moves; NaN with no mass.
+    balance BAPO's search sees before it moves; NaN with no mass. The masses are rungs 2 and 3's too
+    (:func:`toy_rl.rl.diagnostics.start_balance`).
     """
     runs = mask.shape[0]
     a = adv.reshape(mask.shape[:2] + (-1,)).expand_as(mask)
-    pos, neg = ((a.clamp(min=0) * mask).sum((1, 2)), (a.clamp(max=0).neg() * mask).sum((1, 2)))
-    out = dict(lambda_mass=torch.where(pos > 0, neg / torch.where(pos > 0, pos, torch.ones_like(pos)), torch.nan))
-    ratio, a, m = token_ratio(logp, old_logp).reshape(runs, -1), a.reshape(runs, -1), mask.reshape(runs, -1)
-    for count in ("grad", "all"):
-        p, q = masses(ratio, a, m, *START_BOUNDS, count)
-        out[f"rho_start_{count}"] = torch.where(p + q > 0, balance_of(p, q, "share"), torch.nan)
-    return out
+    s = start_balance(token_ratio(logp, old_logp).reshape(runs, -1), a.reshape(runs, -1), mask.reshape(runs, -1),
+                      START_BOUNDS)
+    pos, neg = s["pos"], s["neg"]
+    lam = torch.where(pos > 0, neg / torch.where(pos > 0, pos, torch.ones_like(pos)), torch.nan)
+    return dict(lambda_mass=lam, rho_start_grad=s["rho_start_grad"], rho_start_all=s["rho_start_all"])
 
 
 def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logits: bool) -> BanditRun:

@@ -35,6 +35,21 @@ def _ratio(num: float, den: float) -> float | None:
 
 
 @torch.no_grad()
+def start_balance(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, start=START) -> dict:
+    """Per run, the masses that say how long wrong answers tip the loss, from (runs, tokens) inputs (``adv`` per
+    token): ``pos`` = Σ_{A>0} A·m and ``neg`` = Σ_{A<0} |A|·m, so λ_A = neg / pos (docs/protocol.md §1; on-policy
+    ρ = 1/(1 + λ_A)), and ``rho_start_grad`` / ``rho_start_all``, ρ = pos/(pos + neg) of BAPO's Eq. 8 at the bounds
+    ``start`` with count "grad" / "all" (:mod:`toy_rl.clipping.balance`): the balance BAPO's search sees before it
+    moves; NaN where no mass is left to balance. Tensors (runs,). Rung 1 logs these per run
+    (:func:`toy_rl.bandit.simulate.length_balance`), rungs 2 and 3 per batch (:func:`balance_at_start`)."""
+    out = {"pos": (adv.clamp(min=0) * mask).sum(1), "neg": ((-adv).clamp(min=0) * mask).sum(1)}
+    for count in ("grad", "all"):
+        p, q = masses(ratio, adv, mask, *start, count)
+        out[f"rho_start_{count}"] = torch.where(p + q > 0, balance_of(p, q, "share"), torch.nan)
+    return out
+
+
+@torch.no_grad()
 def balance_at_start(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, start=START) -> dict:
     """λ and ρ at BAPO's start bounds for one batch; no gradient, one host transfer, no randomness.
 
@@ -54,11 +69,10 @@ def balance_at_start(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
     adv = adv.detach().to(ratio.device, torch.float32)
     if adv.shape != ratio.shape:
         adv = adv.reshape(adv.shape[0], -1).expand_as(ratio)
-    lo, hi = start
-    r, a, mm = ratio.reshape(1, -1), adv.reshape(1, -1), m.reshape(1, -1)
-    rho = [balance_of(*masses(r, a, mm, lo, hi, count), "share")[0] for count in ("grad", "all")]
+    r, a, mm = ratio.reshape(1, -1), adv.reshape(1, -1), m.reshape(1, -1)         # the batch as one run
+    s = start_balance(r, a, mm, start)
+    rho = [s[f"rho_start_{count}"][0].nan_to_num(1.0) for count in ("grad", "all")]    # no mass: 1, as balance_of
     n_pos, n_neg = ((a > 0) * mm).sum(), ((a < 0) * mm).sum()
-    w_pos, w_neg = (a.clamp(min=0) * mm).sum(), ((-a).clamp(min=0) * mm).sum()
-    n_pos, n_neg, w_pos, w_neg, grad, all_ = torch.stack([n_pos, n_neg, w_pos, w_neg, *rho]).double().tolist()
+    n_pos, n_neg, w_pos, w_neg, grad, all_ = torch.stack([n_pos, n_neg, s["pos"][0], s["neg"][0], *rho]).double().tolist()
     return {"lambda_tokens": _ratio(n_neg, n_pos), "lambda_mass": _ratio(w_neg, w_pos),
             "rho_start_grad": grad, "rho_start_all": all_}
