@@ -52,7 +52,7 @@ from ..verdicts import Regime, judge, regime_name, verdict_line
 from .config import BanditConfig
 from .pilot import run_summary
 from .policy import best_found
-from .presets import DEFAULT, get_preset
+from .presets import DEFAULT, as_config
 from .simulate import check_seeds, simulate
 
 ENDPOINTS = ("final_reward", "p_best", "mean_reward")
@@ -67,14 +67,6 @@ def per_seed_scores(run) -> dict:
                 p_best=best_found(run.final_logits, run.extra["task"].correct).cpu().numpy(),
                 mean_reward=m["expected_reward"].mean(1),
                 c_low=m["c_low"].mean(1), c_high=m["c_high"].mean(1), approx_kl=m["approx_kl"].mean(1))
-
-
-def _config(config) -> BanditConfig:
-    if isinstance(config, str):
-        return get_preset(config)
-    if not isinstance(config, BanditConfig):
-        raise ValueError(f"config must be a preset name or a BanditConfig; got {config!r}")
-    return config
 
 
 def _active(run):
@@ -138,7 +130,7 @@ def compare(config=DEFAULT, seeds=range(10), cells=CELLS, rules: dict | None = N
         rules: {label: rule}; default :func:`control_rules` (the fixed rule at BAPO's mean is added).
         steps: override ``config.steps``.
     """
-    config = _config(config)
+    config = as_config(config)
     seeds = check_seeds(seeds)
     rules = control_rules() if rules is None else dict(rules)
     if steps is not None:
@@ -203,7 +195,7 @@ def step_size_sweep(config=DEFAULT, rules: dict | None = None, lrs=STEP_FACTORS,
                     staleness: int = 2, mode: str = "reuse") -> list:
     """Each rule at each η = ``config.lr`` × factor in ``lrs``: rows with the per-seed endpoint means and the
     mean KL per update (approx_kl). Factors, not absolute values, so one grid serves every preset."""
-    config = _config(config)
+    config = as_config(config)
     seeds = check_seeds(seeds)
     rules = rules or dict(symmetric=Symmetric(), **{"clip-higher": ClipHigher()}, bapo=BAPO())
     if not lrs or any(not (isinstance(f, (int, float)) and f > 0) for f in lrs):
@@ -248,7 +240,7 @@ def tuned_comparison(config=DEFAULT, rules: dict | None = None, lrs=STEP_FACTORS
     Returns {"sweep": rows, "best": {rule: η}, "best_at_edge": [rules whose best η is the smallest or largest of
     the grid: widen it], "matched_kl": {rule: η}, "rows_best": [...], "rows_kl": [...]}, the last two
     Holm-adjusted tables of :func:`cell_rows` (BAPO as the reference)."""
-    config = _config(config)
+    config = as_config(config)
     rules = rules or dict(symmetric=Symmetric(), **{"clip-higher": ClipHigher()}, bapo=BAPO())
     if set(check_seeds(tune_seeds)) & set(check_seeds(seeds)):
         raise ValueError("tune_seeds and seeds must be disjoint (pick the step on other seeds than you test on)")

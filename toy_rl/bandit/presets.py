@@ -100,3 +100,15 @@ def get_preset(name: str) -> BanditConfig:
     if name not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}; got {name!r}")
     return PRESETS[name]
+
+
+def as_config(config: BanditConfig | str) -> BanditConfig:
+    """The BanditConfig a preset name stands for (:func:`get_preset`); a BanditConfig passes as it is. Rung 1's one
+    door where a name becomes the object (as :func:`toy_rl.arithmetic.presets.as_preset` is rung 2's): the functions
+    a notebook or a command calls with a name use it (``comparison.compare``, ``step_size_sweep``,
+    ``tuned_comparison``)."""
+    if isinstance(config, str):
+        return get_preset(config)
+    if not isinstance(config, BanditConfig):
+        raise ValueError(f"config must be a preset name or a BanditConfig; got {config!r}")
+    return config
