@@ -15,7 +15,7 @@ import numpy as np
 from .clipping import RULES, ClipHigher
 from .stats import confidence_band
 
-RULE_NAMES = RULES                  # "symmetric", "clip-higher", "bapo": toy_rl.clipping.RULES, the one list of rule names
+RULE_NAMES = RULES           # "symmetric", "clip-higher", "bapo": toy_rl.clipping.RULES, the one list of rule names
 RULE_COLOURS = dict(zip(RULE_NAMES, ("tab:blue", "tab:orange", "tab:green")))
 SCENARIO_COLOURS = {"on-policy": "0.15", "reuse-2": "tab:blue", "reuse-4": "tab:purple", "reuse-8": "tab:red",
                     "lag-2": "tab:cyan", "lag-4": "tab:olive", "lag-8": "tab:brown"}

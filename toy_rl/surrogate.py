@@ -136,7 +136,7 @@ def fixed_rule(c_low: float, c_high: float) -> ClipHigher:
 def surrogate_view(c_low: float, c_high: float, batch=None, r_range=(0.0, 3.0), dual_clip: float | None = None):
     """What the notebook's sliders show: the two panels for [c_low, c_high], and a summary.
 
-    With a ``batch`` (``toy_rl.synthetic.Batch``) its token ratios are histogrammed and the
+    With a ``batch`` (``toy_rl.synthetic.StaleBatch``) its token ratios are histogrammed and the
     summary adds what ``policy_loss`` reports at these bounds (clip fractions, ρ, loss).
     Returns (figure, summary dict of floats).
     """

@@ -19,7 +19,8 @@ import torch
 from .advantages import group_advantages
 
 
-class Batch(NamedTuple):
+class StaleBatch(NamedTuple):
+    """What :func:`stale_batch` makes: one batch of answers, flat (batch, tokens), with both policies' log-probs."""
     logp: torch.Tensor        # (batch, tokens) current policy
     old_logp: torch.Tensor    # (batch, tokens) behaviour policy
     advantages: torch.Tensor  # (batch,) one per answer
@@ -27,8 +28,11 @@ class Batch(NamedTuple):
     rewards: torch.Tensor     # (batch,)
 
 
+
+Batch = StaleBatch      # its old name
+
 def stale_batch(n_prompts: int = 16, group_size: int = 8, max_tokens: int = 64, drift: float = 0.3,
-                accuracy: float = 0.3, seed: int = 0, dtype=torch.float32, device="cpu") -> Batch:
+                accuracy: float = 0.3, seed: int = 0, dtype=torch.float32, device="cpu") -> StaleBatch:
     """Make one stale batch of ``n_prompts × group_size`` answers (see module docstring).
 
     ``drift`` is the standard deviation of the log-ratio: 0 gives an on-policy batch (r ≡ 1).
@@ -54,4 +58,4 @@ def stale_batch(n_prompts: int = 16, group_size: int = 8, max_tokens: int = 64, 
     spread = drift * (1 + 0.1 * old_logp.abs())
     logp = (old_logp + spread * torch.randn(n, max_tokens, generator=g, dtype=torch.float64)).clamp(max=0.0)
     to = dict(dtype=dtype, device=device)
-    return Batch(logp.to(**to), old_logp.to(**to), adv.reshape(-1).to(**to), mask.to(**to), rewards.to(**to))
+    return StaleBatch(logp.to(**to), old_logp.to(**to), adv.reshape(-1).to(**to), mask.to(**to), rewards.to(**to))

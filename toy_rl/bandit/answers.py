@@ -66,8 +66,9 @@ def answer_lengths(rewards: torch.Tensor, answer_len: int, length_ratio: float) 
     return torch.floor(answer_len * (1 + (length_ratio - 1) * (1 - r)) + 0.5).clamp(min=1).to(torch.int64)
 
 
-class Batch(NamedTuple):
-    """One rollout: G answers to each of S contexts, for every seed."""
+class BanditBatch(NamedTuple):
+    """One rollout of the bandit: G answers to each of S contexts, for every seed (rung 2's and 3's batch of
+    padded token sequences is :class:`toy_rl.rl.rollout.Batch`)."""
     tokens: torch.Tensor      # (seeds, S, G) the decision tokens
     old_logp: torch.Tensor    # (seeds, S, G) their behaviour log-probs, recorded at sampling time
     rewards: torch.Tensor     # (seeds, S, G)
@@ -77,9 +78,12 @@ class Batch(NamedTuple):
     lengths: torch.Tensor | None = None         # (seeds, S, G) tokens per answer (None: one token each)
 
 
+
+Batch = BanditBatch      # its old name
+
 def sample_batch(task: Task, behaviour_logits: torch.Tensor, seeds: list, rollout: int, group_size: int,
                  advantage: str, behaviour_cont: torch.Tensor | None = None, answer_len: int = 1,
-                 length_ratio: float = 1.0) -> Batch:
+                 length_ratio: float = 1.0) -> BanditBatch:
     """Sample G answers per context from the behaviour policy, score them, compute advantages.
 
     ``behaviour_logits`` (seeds, S, K) samples the decisions; ``behaviour_cont`` (same shape) the
@@ -95,7 +99,7 @@ def sample_batch(task: Task, behaviour_logits: torch.Tensor, seeds: list, rollou
     advantages = group_advantages(rewards, advantage)
     longest = max(answer_len, answer_length(0.0, answer_len, length_ratio))
     if longest == 1:
-        return Batch(tokens, old_logp, rewards, advantages)
+        return BanditBatch(tokens, old_logp, rewards, advantages)
     if behaviour_cont is None:
         raise ValueError("answers longer than one token need the continuation logits (behaviour_cont)")
     n_cont = longest - 1
@@ -103,11 +107,11 @@ def sample_batch(task: Task, behaviour_logits: torch.Tensor, seeds: list, rollou
     cont = sample_tokens(behaviour_cont, u_cont)                                   # (seeds, S, G·(T − 1))
     cont_old = log_probs(behaviour_cont).gather(-1, cont)
     shape = (n_seeds, S, group_size, n_cont)
-    return Batch(tokens, old_logp, rewards, advantages, cont.reshape(shape), cont_old.reshape(shape),
+    return BanditBatch(tokens, old_logp, rewards, advantages, cont.reshape(shape), cont_old.reshape(shape),
                  answer_lengths(rewards, answer_len, length_ratio))
 
 
-def answer_tokens(logp: torch.Tensor, cont_logits: torch.Tensor | None, batch: Batch):
+def answer_tokens(logp: torch.Tensor, cont_logits: torch.Tensor | None, batch: BanditBatch):
     """The batch as the clipped loss sees it: one sequence per answer, one run per seed.
 
     ``logp`` (seeds, S, G) are the decision tokens' log-probs under the policy being trained and

@@ -52,7 +52,7 @@ from ..clipping import clipped_mask, make_rule
 from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
 from ..rl.config import rule_label
 from ..rl.diagnostics import START, start_balance
-from .answers import Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
+from .answers import BanditBatch, Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
 from .policy import best_prob, entropy, expected_reward, log_probs, probs
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
@@ -120,7 +120,7 @@ def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=rang
         return _simulate(config, rule, seeds, progress, keep_logits)
 
 
-def _sample(task, behaviour, behaviour_cont, seeds, rollout, answers) -> Batch:
+def _sample(task, behaviour, behaviour_cont, seeds, rollout, answers) -> BanditBatch:
     return sample_batch(task, behaviour, seeds, rollout, answers["G"], answers["advantage"], behaviour_cont,
                         answers["answer_len"], answers["length_ratio"])
 

@@ -20,16 +20,16 @@ from __future__ import annotations
 import torch
 
 from ..clipping import policy_loss_runs
-from .answers import Batch, answer_tokens
+from .answers import BanditBatch, answer_tokens
 from .policy import log_probs
 
 
-def surrogate_gradient(logits: torch.Tensor, batch: Batch, rule, cont_logits: torch.Tensor | None = None):
+def surrogate_gradient(logits: torch.Tensor, batch: BanditBatch, rule, cont_logits: torch.Tensor | None = None):
     """Gradient of the clipped surrogate J with respect to the logits, one run per seed.
 
     Args:
         logits: (seeds, S, K) the decision policy being trained.
-        batch: a :class:`~toy_rl.bandit.answers.Batch` (tokens, behaviour log-probs recorded when
+        batch: a :class:`~toy_rl.bandit.answers.BanditBatch` (tokens, behaviour log-probs recorded when
             they were sampled, advantages; continuation tokens for multi-token answers).
         rule: a clipping rule (Symmetric(), ClipHigher(), BAPO(), ...).
         cont_logits: (seeds, S, K) the continuation policy (multi-token answers only).

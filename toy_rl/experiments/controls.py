@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from ..clipping import BAPO, ClipHigher, FixedBounds, Symmetric
-from .compare import with_family_p  # noqa: F401  (a table's p_holm: on the comparisons' shared floor, importable here too)
+from .compare import with_family_p  # noqa: F401  (a table's p_holm: on the comparisons' shared floor; importable here)
 
 MEAN_BOUNDS = "fixed@bapo-mean"
 

@@ -24,7 +24,7 @@ from collections import defaultdict
 
 import torch
 
-from ..bandit.answers import Batch, sample_batch
+from ..bandit.answers import BanditBatch, sample_batch
 from ..bandit.config import BanditConfig
 from ..bandit.policy import best_found, best_prob, expected_reward, log_probs, probs
 from ..bandit.simulate import BanditRun, check_seeds
@@ -47,7 +47,7 @@ def _check(config: BanditConfig, schedule: Schedule) -> None:
         raise ValueError(f"group_size {config.group_size} must be a multiple of minibatches {schedule.minibatches}")
 
 
-def _columns(batch: Batch, old_logp: torch.Tensor, mb: int, size: int):
+def _columns(batch: BanditBatch, old_logp: torch.Tensor, mb: int, size: int):
     """Mini-batch ``mb``: answers mb·size ... (mb + 1)·size − 1 of every group."""
     cols = slice(mb * size, (mb + 1) * size)
     return batch.tokens[..., cols], old_logp[..., cols], batch.old_logp[..., cols], batch.advantages[..., cols]

@@ -73,6 +73,7 @@ def balance_at_start(ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
     s = start_balance(r, a, mm, start)
     rho = [s[f"rho_start_{count}"][0].nan_to_num(1.0) for count in ("grad", "all")]    # no mass: 1, as balance_of
     n_pos, n_neg = ((a > 0) * mm).sum(), ((a < 0) * mm).sum()
-    n_pos, n_neg, w_pos, w_neg, grad, all_ = torch.stack([n_pos, n_neg, s["pos"][0], s["neg"][0], *rho]).double().tolist()
+    together = torch.stack([n_pos, n_neg, s["pos"][0], s["neg"][0], *rho])               # one host transfer
+    n_pos, n_neg, w_pos, w_neg, grad, all_ = together.double().tolist()
     return {"lambda_tokens": _ratio(n_neg, n_pos), "lambda_mass": _ratio(w_neg, w_pos),
             "rho_start_grad": grad, "rho_start_all": all_}
