@@ -32,7 +32,7 @@ from ..experiments import run
 from ..experiments.runner import finished, read_back, read_dir
 from ..experiments.layout import scenario_of
 from ..experiments import compare as shared
-from ..experiments.compare import band_columns, paired_columns, with_family_p
+from ..experiments.compare import band_columns, paired_columns, paired_seeds, reference_first, with_family_p
 from ..experiments.controls import MEAN_BOUNDS, c_high_spread, control_claims, control_rules, mean_bounds_rule
 from ..experiments.pilot import records_array, records_regime, summarise_records
 from ..experiments.records import run_summary
@@ -155,9 +155,7 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
     mean bounds), "seeds_for_3_points" (:func:`seeds_needed`)}.
     """
     preset = as_preset(preset)
-    seeds = list(seeds)
-    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
-        raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
+    seeds = paired_seeds(seeds)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
     rules = preset_rules(preset) if rules is None else dict(rules)
@@ -175,7 +173,7 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
     with up_front(plan):                      # one line first when the runs still to train take long
         if plan.specs:                        # the warm start, before the workers, only if a run will train
             load_warmstart(preset.make_task(), preset.warmstart, device=device, progress=progress)
-        ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))          # BAPO first
+        ordered = reference_first(rules, REFERENCE)
         records = run_all(specs(ordered), workers)
         runs = {label: records[i * len(seeds):(i + 1) * len(seeds)] for i, label in enumerate(ordered)}
         result = dict(preset=preset.name, seeds=seeds, steps=steps or preset.rl.get("steps"),
@@ -183,11 +181,13 @@ def compare(preset: Preset | str = DEFAULT, seeds=range(10), steps: int | None =
         if REFERENCE in runs:
             rules[MEAN_BOUNDS] = mean_bounds_rule(*realised_bounds(runs[REFERENCE]))
             runs[MEAN_BOUNDS] = run_all(specs({MEAN_BOUNDS: rules[MEAN_BOUNDS]}), workers)
-    return _summarised(result, runs, rules)
+    return summarised(result, runs, rules)
 
 
-def _summarised(result: dict, runs: dict, rules: dict) -> dict:
-    """``result`` with the regime of BAPO's runs, the table rows (p_holm from the verdicts' family) and the runs."""
+def summarised(result: dict, runs: dict, rules: dict) -> dict:
+    """``result`` with the regime of BAPO's runs (``gate``, ``search``, ``mean_bounds``), the table rows (p_holm from
+    the verdicts' family), the seeds a paired test needs and the runs: the end of every rung-2 and rung-3 comparison,
+    run now (:func:`compare`, :func:`toy_rl.lm.comparison.compare`) or read back (:func:`from_logs`)."""
     if REFERENCE in runs:
         result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
                       search=search_outcome(runs[REFERENCE]), mean_bounds=list(realised_bounds(runs[REFERENCE])))
@@ -220,7 +220,7 @@ def from_logs(folder) -> dict:
     seeds = sorted({recs[0]["seed"] for seed_runs in runs.values() for recs in seed_runs})
     order = [REFERENCE, *control_rules(), MEAN_BOUNDS]                   # as compare orders them
     ordered = dict(sorted(runs.items(), key=lambda kv: order.index(kv[0])))
-    return _summarised(dict(preset=folder.name, seeds=seeds, scenario=scenarios[0]), ordered, rules)
+    return summarised(dict(preset=folder.name, seeds=seeds, scenario=scenarios[0]), ordered, rules)
 
 
 def as_cells(result: dict) -> dict:
@@ -337,5 +337,5 @@ def gate_line(result: dict) -> str:
     return line
 
 
-__all__ = ["ENDPOINTS", "PRIMARY", "as_cells", "compare", "format_rows", "from_logs", "gate_line", "load_comparison", "preset_rules", "realised_bounds", "run_all",
-           "seeds_needed", "table_rows"]
+__all__ = ["ENDPOINTS", "PRIMARY", "as_cells", "compare", "format_rows", "from_logs", "gate_line", "load_comparison",
+           "preset_rules", "realised_bounds", "run_all", "seeds_needed", "summarised", "table_rows"]

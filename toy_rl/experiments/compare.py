@@ -1,5 +1,6 @@
 """What every rung's default comparison computes once its runs are in (docs/protocol.md §3-6), written once.
 
+    paired_seeds(seeds), reference_first(rules)  the seeds every rule shares, BAPO's runs first
     realised_bounds(c_low, c_high, could_clip)    BAPO's mean bounds: the fixed control "fixed@bapo-mean"
     band_columns(name, values)                    a table row's mean over seeds with its 95% band
     paired_columns(reference, other, endpoints)   BAPO − rule per endpoint, paired by seed, p before Holm
@@ -17,6 +18,21 @@ import math
 import numpy as np
 
 from ..stats import confidence_band, paired_test, seeds_for_effect
+
+
+def paired_seeds(seeds) -> list:
+    """``seeds`` as a list, checked: a comparison needs at least 2 distinct seeds, since its tests pair the rules'
+    runs by seed (seed k of every rule starts from the same weights and draws the same first rollout)."""
+    seeds = list(seeds)
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
+    return seeds
+
+
+def reference_first(rules: dict, reference: str = "bapo") -> dict:
+    """{label: rule} with the reference (BAPO) first, the others in their order: BAPO's runs give the bounds of
+    the fixed rule at its mean (:func:`realised_bounds`), which runs after them."""
+    return dict(sorted(rules.items(), key=lambda kv: kv[0] != reference))
 
 
 def realised_bounds(c_low, c_high, could_clip) -> tuple[float, float]:

@@ -22,10 +22,9 @@ from ..eta import Plan, up_front
 from ..experiments import grid, status, sweep
 from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.layout import scenario_of
-from ..experiments.pilot import summarise_records
 from ..experiments.runner import read_back
-from ..arithmetic.comparison import REFERENCE, realised_bounds, run_all, seeds_needed, table_rows, with_verdicts_p
-from ..arithmetic.pilot import search_outcome
+from ..experiments.compare import paired_seeds, reference_first
+from ..arithmetic.comparison import REFERENCE, realised_bounds, run_all, summarised
 
 
 def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
@@ -49,13 +48,11 @@ def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict
     (steps, mode, out, model, preset, device, smoke, progress, ...). Returns {"task", "seeds", "steps",
     "scenario", "rows" (BAPO the reference; p_holm from the verdicts' family), "gate" (BAPO's regime), "search", "mean_bounds",
     "seeds_for_3_points", "runs"}, as :func:`toy_rl.arithmetic.comparison.compare` does."""
-    seeds = list(seeds)
+    seeds = paired_seeds(seeds)
     if workers < 1:
         raise ValueError(f"workers must be >= 1; got {workers}")
-    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
-        raise ValueError(f"a comparison needs at least 2 distinct seeds (tests pair runs by seed); got {seeds}")
     rules = control_rules() if rules is None else dict(rules)
-    ordered = dict(sorted(rules.items(), key=lambda kv: kv[0] != REFERENCE))            # BAPO first
+    ordered = reference_first(rules, REFERENCE)
     specs = _specs(task, ordered, staleness, seeds, **settings)
     every = [s for group in specs.values() for s in group]
     todo = [s for s, done in zip(every, read_back(every)) if done is None]     # says which runs results/ holds
@@ -71,8 +68,4 @@ def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict
             group = _specs(task, {MEAN_BOUNDS: rules[MEAN_BOUNDS]}, staleness, seeds, **settings)[MEAN_BOUNDS]
             _train_ahead([s for s in group if status(s) != "finished"], workers)
             runs[MEAN_BOUNDS] = next(iter(sweep(group).values()))
-            result.update(gate=summarise_records(runs[REFERENCE], runs.get("symmetric")),
-                          search=search_outcome(runs[REFERENCE]), mean_bounds=[lo, hi])
-    rows = table_rows(runs, rules)
-    result.update(rows=rows, seeds_for_3_points=seeds_needed(rows), runs=runs)
-    return with_verdicts_p(result)
+    return summarised(result, runs, rules)
