@@ -94,3 +94,20 @@ def test_logbook_resume_keeps_lines_up_to_the_checkpoint(tmp_path):
     assert json.loads((tmp_path / "m.jsonl").read_text().splitlines()[1])["x"] is None
     resumed = Logbook(tmp_path / "m.jsonl", resume_after=2)
     assert [r["step"] for r in resumed.read()] == [0, 1, 2]
+
+
+def test_checkpoints_that_name_problem_by_its_old_module_still_load(tmp_path, monkeypatch):
+    """Problem moved from toy_rl.arithmetic.tasks.base (still importable there) to toy_rl.rl.tasks: a checkpoint
+    that names the old path, as a plain value or pickled, reads back as the same class."""
+    from toy_rl.arithmetic.tasks.base import Problem as OldPath
+    from toy_rl.rl.rollout import legacy_classes, problem_from_plain, problem_to_plain
+    from toy_rl.rl.run_folder import load_state
+    from toy_rl.rl.tasks import Problem
+    assert OldPath is Problem
+    p = Problem("47+28=", "75")
+    assert problem_to_plain(p)["class"] == "toy_rl.rl.tasks.Problem"
+    assert problem_from_plain({"class": "toy_rl.arithmetic.tasks.base.Problem", "fields": vars(p)}) == p
+    monkeypatch.setattr(Problem, "__module__", "toy_rl.arithmetic.tasks.base")
+    torch.save({"queue": [p]}, tmp_path / "old.pt")                  # as toy_rl pickled it before
+    monkeypatch.undo()
+    assert load_state(tmp_path / "old.pt", classes=legacy_classes()) == {"queue": [p]}

@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from ..arithmetic.tasks.base import HELDOUT_POOL, HELDOUT_SEED, Problem, Task, as_rng
+from ..rl.tasks import HELDOUT_POOL, HELDOUT_SEED, Problem, Task, as_rng
 from .prompts import IM_END, extract_final_number, extract_int, few_shot_prompt
 
 FORMATS = ("plain", "chat")

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import torch
 
 from ..advantages import group_advantages
+from .tasks import Problem
 
 
 @dataclass
@@ -116,10 +117,14 @@ def make_batch(groups: list[Group], reward_fn, decode, pad_id: int, advantage: s
 
 # ------------------------------------------------------------------ pending groups as plain values (checkpoints)
 
+# Where Problem stood before it moved to toy_rl.rl.tasks: checkpoints written then name it so.
+OLD_PROBLEM = "toy_rl.arithmetic.tasks.base.Problem"
+
+
 def _problem_classes() -> dict:
-    """The problem types a checkpoint may name: toy_rl's Problem and its (already imported) subclasses."""
-    from ..arithmetic.tasks.base import Problem
-    found, todo = {}, [Problem]
+    """The problem types a checkpoint may name: toy_rl's Problem (also by its old name) and its (already
+    imported) subclasses."""
+    found, todo = {OLD_PROBLEM: Problem}, [Problem]
     while todo:
         cls = todo.pop()
         found[f"{cls.__module__}.{cls.__qualname__}"] = cls
@@ -135,7 +140,7 @@ def problem_to_plain(problem) -> dict:
         return {"class": "types.SimpleNamespace", "fields": dict(vars(problem))}
     if name not in _problem_classes():
         raise ValueError(f"cannot checkpoint a problem of type {name}: tasks must return "
-                         "toy_rl.arithmetic.tasks.base.Problem (or a dataclass subclass of it)")
+                         "toy_rl.rl.tasks.Problem (or a dataclass subclass of it)")
     return {"class": name, "fields": {f.name: getattr(problem, f.name) for f in fields(problem)}}
 
 
@@ -166,4 +171,4 @@ def group_from_plain(d) -> Group:
 def legacy_classes() -> list:
     """The data classes checkpoints held before they were plain values (Group, Answer, problems): safe to
     allow when loading one (:func:`toy_rl.rl.run_folder.load_state` ``classes``), as building them runs no code."""
-    return [Group, Answer, *_problem_classes().values()]
+    return [Group, Answer, *_problem_classes().values(), (Problem, OLD_PROBLEM)]
