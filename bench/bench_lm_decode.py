@@ -117,7 +117,8 @@ def main() -> int:
     ap.add_argument("--split", action="store_true", help="time one decode step phase by phase first")
     ap.add_argument("--generate", action="store_true", help="time model.generate too")
     args = ap.parse_args()
-    from toy_rl.experiments.tasks import LM_SEARCH_TASKS, make_task
+    from toy_rl.experiments.tasks import make_task
+    from toy_rl.lm.backend import LM_SEARCH_TASKS
     from toy_rl.lm.load import llm_missing
     if llm_missing():
         print(f"skipped: {llm_missing()}")

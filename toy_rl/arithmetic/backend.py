@@ -1,15 +1,16 @@
-"""What is about rung 2 for the shared floors: its measured rates and its warm starts, as a plan of runs asks
-(:class:`toy_rl.experiments.plan.Plan`, which finds this module by the rung's name).
+"""What is about rung 2 for the shared floors: its tasks (for the registry :mod:`toy_rl.experiments.tasks`), its
+measured rates and its warm starts, as a plan of runs asks (:class:`toy_rl.experiments.plan.Plan`); both find
+this module by the rung's name.
 
 Its runs train in :mod:`toy_rl.arithmetic.run`; each starts from a cached supervised warm start
 (:mod:`toy_rl.arithmetic.warmstart`, which also holds the warm start's own measured rates, ``RATES``).
 """
 from __future__ import annotations
 
-from ..experiments.tasks import task_label
+from ..experiments.tasks import own_label
 from ..timing import Rate
 from .run import warmstart_of
-from .tasks import get_task
+from .tasks import TASKS, get_task
 from .warmstart import cache_path, estimated_seconds
 
 RUN_KIND = "rung-2"                 # how a plan names these runs
@@ -43,6 +44,18 @@ RL_RATES = {
 }
 
 
+def task_names() -> tuple[str, ...]:
+    return tuple(TASKS)
+
+
+def make_task(task, prompt_format=None, **params):
+    """:func:`toy_rl.arithmetic.tasks.get_task` (``params`` e.g. ``digits=3``; no prompt formats here)."""
+    return get_task(task, **params)
+
+
+task_label = own_label
+
+
 def rl_rate(task: str, partial: bool) -> Rate:
     """The measured rate of runs of ``task`` (without partial rollout where that is not measured apart); an
     unmeasured task takes the slowest rate."""
@@ -52,7 +65,7 @@ def rl_rate(task: str, partial: bool) -> Rate:
 
 def run_rate(spec) -> Rate:
     """The rate of one update of ``spec``'s run."""
-    return rl_rate(task_label("arithmetic", spec.task), spec.rl.partial is not None)
+    return rl_rate(task_label(spec.task), spec.rl.partial is not None)
 
 
 def warm_starts(specs, named) -> list[tuple[str, float]]:

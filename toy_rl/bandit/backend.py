@@ -1,4 +1,5 @@
-"""What is about rung 1 for the shared floors: the measured time of its comparison, as the up-front estimate
+"""What is about rung 1 for the shared floors: its tasks (the reward presets, for the registry
+:mod:`toy_rl.experiments.tasks`) and the measured time of its comparison, as the up-front estimate
 (:mod:`toy_rl.timing`) asks.
 
 A single bandit run takes seconds, so a plan of runs (:class:`toy_rl.experiments.plan.Plan`) has no rate for it
@@ -7,6 +8,7 @@ A single bandit run takes seconds, so a plan of runs (:class:`toy_rl.experiments
 """
 from __future__ import annotations
 
+from ..experiments.tasks import own_label
 from ..timing import Rate
 
 # The default bandit comparison (9 rules x 4 cells, 20 seeds x 300 updates), scaled by seeds x updates.
@@ -17,6 +19,23 @@ COMPARE_RATE = Rate(49.6, 20 * 300, "toy-rl figures --only 02: 49.6 s (docs/figu
 def comparison_seconds(seeds: int, steps: int, cells: int = 4, rules: int = 9) -> float:
     """Rung 1's comparison: the measured time scaled by seeds x updates x cells x rules."""
     return COMPARE_RATE.seconds * seeds * steps / COMPARE_RATE.batch * cells / 4 * rules / 9
+
+
+def task_names() -> tuple[str, ...]:
+    """The reward presets (:data:`toy_rl.bandit.rewards.PRESETS`)."""
+    from .rewards import PRESETS
+    return tuple(PRESETS)
+
+
+def make_task(task, prompt_format=None, **params) -> str:
+    """The preset name itself (the bandit builds its reward table from its config); ``prompt_format`` and
+    ``params`` are not used."""
+    if task not in task_names():
+        raise ValueError(f"unknown task {task!r} for rung 1 (a reward preset); choose from {', '.join(task_names())}")
+    return task
+
+
+task_label = own_label
 
 
 def run_rate(spec) -> None:

@@ -4,8 +4,8 @@
     with up_front(Plan(specs=todo, workers=2)):      # "training 36 rung-2 runs not found under runs/...
         sweep(todo)                                  #   (200 updates each, 2 at once): about 4 min on 2 CPU cores"
 
-The plan is about no rung: it asks each rung's ``backend`` module (:func:`rung_backend`, found by name) for
-what is about that rung:
+The plan is about no rung: it asks each rung's ``backend`` module (found by name:
+:func:`toy_rl.experiments.tasks.rung_backend`) for what is about that rung:
 
     RUN_KIND                     how the plan names its runs ("rung-2", "LoRA")
     run_rate(spec)               the measured :class:`toy_rl.timing.Rate` of one update of the run (None: none)
@@ -17,21 +17,15 @@ rate, scaled by answers per update; on the CPU only (the rates are measured ther
 """
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from dataclasses import dataclass, field
 
 from ..timing import on_cpu
 from .layout import run_dir
-from .tasks import RUNGS, check_rung
+from .tasks import RUNGS, rung_backend
 
 NAMED_WARM_STARTS = "arithmetic"      # the rung whose warm starts a plan names outright (Plan.warmstarts)
-
-
-def rung_backend(rung: str):
-    """``toy_rl.<rung>.backend``: what is about ``rung`` (its measured rates, its warm starts)."""
-    return importlib.import_module(f"toy_rl.{check_rung(rung)}.backend")
 
 
 def steps_left(spec) -> int:
