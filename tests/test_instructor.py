@@ -58,3 +58,49 @@ def test_html_refuses_an_unknown_notebook(tmp_path):
     from toy_rl.course.html import reading_copy
     with pytest.raises(ValueError, match="no single reading copy"):
         reading_copy("99")
+
+
+# ---------------------------------------------------------------------------------------- slides
+
+def test_for_slides_makes_a_16_9_figure_with_no_small_text():
+    from toy_rl import diagrams
+    from toy_rl.course.slides import MIN_FONT, for_slides, smallest_font
+    fig = diagrams.quadrants()
+    assert smallest_font(fig) < MIN_FONT                        # the notebook's size: too small for a slide
+    for_slides(fig)
+    w, h = fig.get_size_inches()
+    assert abs(w / h - 16 / 9) < 0.01
+    assert smallest_font(fig) >= MIN_FONT
+
+
+def test_render_slides_writes_pngs_and_an_index_with_alt_texts(tmp_path):
+    from PIL import Image
+
+    from toy_rl.course.slides import render_slides
+    from toy_rl.diagrams import ALT
+    entries = render_slides(["00"], tmp_path)
+    assert {e["name"] for e in entries} == {"00-clipping", "00-diagram-quadrants", "00-diagram-bapo-search"}
+    index = (tmp_path / "README.md").read_text()
+    for e in entries:
+        with Image.open(tmp_path / e["file"]) as im:
+            assert im.size == (1600, 900)
+        assert f"]({e['file']})" in index and e["alt"] in index
+    assert ALT["quadrants"] in index
+    assert "toy-rl course slides 00" in index
+
+
+def test_committed_slides_are_16_9_small_and_each_has_alt_text():
+    from PIL import Image
+    slides = INSTRUCTOR / "slides"
+    pngs = sorted(slides.glob("*.png"))
+    if not pngs:
+        pytest.skip("no committed slides")
+    index = (slides / "README.md").read_text()
+    assert sum(p.stat().st_size for p in pngs) < 1_500_000
+    for p in pngs:
+        with Image.open(p) as im:
+            assert im.size == (1600, 900), p.name
+        entry = index.split(f"]({p.name})", 1)
+        assert len(entry) == 2 and "**Alt text.** " in entry[1].split("###", 1)[0], p.name
+    from toy_rl.report.figures import FIGURES
+    assert {f"{name}.png" for name in FIGURES} <= {p.name for p in pngs}   # every notebook's key figure

@@ -126,6 +126,9 @@ Made by `toy-rl course build` on {machine()}, {time.strftime('%Y-%m-%d')}.
 `toy-rl course check` (run by `tests/test_course.py`) executes them again and fails when an output no longer
 matches what the current code computes from the logs (for a `course-live` cell: when it no longer shows the
 same kinds of output). To add your own runs' logs: `toy-rl course collect`.
+
+Teaching from these: the instructor pack, [`docs/instructor/`](../instructor/README.md) (solutions, discussion
+questions, slide figures, offline HTML with `toy-rl course html NN`).
 """
     (out / "README.md").write_text(text)
     return out / "README.md"
