@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..eta import Plan, up_front
+from ..experiments.plan import Plan
+from ..timing import up_front
 from ..experiments import run
 from ..experiments.runner import finished, read_back, read_dir
 from ..experiments.layout import scenario_of
@@ -255,7 +256,7 @@ def missing_specs(preset: Preset, seeds=range(10), out="runs/compare", rules: di
                   steps: int | None = None, **overrides) -> list:
     """The specs of the runs :func:`compare` would train with these settings (not finished under ``out``); the
     runs of the fixed rule at BAPO's mean bounds count as BAPO's own specs while BAPO's runs are not all done
-    (their bounds are not known yet). For the estimate a command prints first (:mod:`toy_rl.eta`)."""
+    (their bounds are not known yet). For the estimate a command prints first (:mod:`toy_rl.timing`)."""
     rules = preset_rules(preset) if rules is None else dict(rules)
     if steps is not None:
         overrides.setdefault("steps", steps)

@@ -137,7 +137,8 @@ def compare(config=DEFAULT, seeds=range(10), cells=CELLS, rules: dict | None = N
         config = replace(config, steps=steps)
     rows = []
     cells = list(cells)
-    from ..eta import announce, bandit_seconds, quiet
+    from ..timing import announce, quiet
+    from .backend import comparison_seconds as bandit_seconds
     announce(f"training the bandit comparison ({len(rules) + 1} rules x {len(cells)} cells x {len(seeds)} seeds x "
              f"{config.steps} updates)", bandit_seconds(len(seeds), config.steps, len(cells), len(rules) + 1))
     with quiet():

@@ -18,7 +18,8 @@ and read back anywhere.
 """
 from __future__ import annotations
 
-from ..eta import Plan, up_front
+from ..experiments.plan import Plan
+from ..timing import up_front
 from ..experiments import grid, status, sweep
 from ..experiments.controls import MEAN_BOUNDS, control_rules, mean_bounds_rule
 from ..experiments.layout import scenario_of

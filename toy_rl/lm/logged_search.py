@@ -1,5 +1,5 @@
 """BAPO's search (Algorithm 1, :class:`toy_rl.clipping.BAPO`) re-run on the batches rung-3 runs logged: what it
-would pick on each real LoRA update for any ρ0 and any ranges (notebook 06 §6's search sliders).
+would pick on each real LoRA update for any ρ0 and any ranges (notebook 06 §6b's search sliders).
 
     from toy_rl.lm.logged_search import logged_batches, search_batches, search_summary
     batches = logged_batches({"bapo k=4": "runs/smollm2-135m-add/reuse-4/bapo/seed0"})

@@ -165,7 +165,7 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
                        "both claims; a part counts at p_holm < 0.05 and a difference of at least 1 point, for or "
                        "against the claim; claim 6 only where BAPO's c_high varies.",
                        "The balanced control (2-digit addition, λ ≈ 1, where BAPO runs as fixed [0.6, 1.2]) is "
-                       "notebook 04, sections 0-10.",
+                       "notebook 04, sections 0-8.",
                        *([f"Seeds a paired test needs to see 3 points of the primary endpoint at the scatter measured "
                           f"here (80% power): {need}."] if need else [])])
 

@@ -1,4 +1,4 @@
-"""Notebook 06 §6: BAPO's search re-run on every logged LoRA batch (:mod:`toy_rl.lm.logged_search`) for the
+"""Notebook 06 §6b: BAPO's search re-run on every logged LoRA batch (:mod:`toy_rl.lm.logged_search`) for the
 sliders' ρ0 and ranges: ρ before and after, the bounds chosen update by update, ρ along the search path."""
 from __future__ import annotations
 
