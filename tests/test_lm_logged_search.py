@@ -1,4 +1,4 @@
-"""toy_rl.lm.logged_search and its view (notebook 06 §6): BAPO's search re-run on logged rung-3 batches gives
+"""toy_rl.lm.logged_search and its view (notebook 06 §6b): BAPO's search re-run on logged rung-3 batches gives
 policy_loss's own bounds and ρ on every batch (any ρ0, ranges, aggregation or batch shape), reads batches.pt
 safely, summarises the search, and the sliders' view redraws. Synthetic batches (no model); the logged SmolLM2
 run too (from runs/, or the copy committed in results/)."""
