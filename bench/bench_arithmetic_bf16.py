@@ -18,6 +18,7 @@ Run: python bench/bench_arithmetic_bf16.py [--repeats 9]
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import platform
 import statistics
@@ -85,9 +86,7 @@ def main() -> int:
     set_threads(args.threads)
     torch.manual_seed(0)
     model = GPT()
-    half = GPT()
-    half.load_state_dict(model.state_dict())
-    half = half.to(torch.bfloat16).eval()
+    half = copy.deepcopy(model).to(torch.bfloat16).eval()
     print(f"rung-2 bf16 benchmark on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"torch {torch.__version__}, {args.threads} thread(s), load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; GPT {model.num_params():,} parameters, "

@@ -95,7 +95,7 @@ def remote_mathjax(html: str) -> list[str]:
 
 
 def to_html(name: str, out: Path | str | None = None) -> Path:
-    """Convert the reading copy ``name`` to ``out`` (default ``docs/instructor/html/<stem>.html``) with
+    """Convert the reading copy ``name`` to ``out`` (default :data:`HTML_OUT`/``<stem>.html``) with
     MathJax copied into ``mathjax/`` beside it; returns the HTML's path."""
     path = reading_copy(name)
     out = Path(out) if out is not None else HTML_OUT / f"{path.stem}.html"

@@ -17,8 +17,8 @@ from ..measures import sample_range, staleness_points, x_axis
 STALENESS_COLOURS = ("0.1", "tab:blue", "tab:purple", "tab:red", "tab:orange", "tab:brown")
 STALENESS_PANELS = (("entropy", "entropy H (nats)"), ("expected_reward", "expected reward"),
                     ("grad_norm", "|gradient| of the logits"))
-# What a bandit's quantities cannot leave (beside plotting.RANGES): bands are cut there, never below zero.
-BANDIT_RANGES = {"expected_reward": (0, 1), "best_prob": (0, 1), "clip_frac_low": (0, 1), "clip_frac_high": (0, 1)}
+# What a bandit's quantities cannot leave (plotting.RANGES and the bandit's own): bands are cut there.
+LIMITS = {**RANGES, "expected_reward": (0, 1), "best_prob": (0, 1)}
 RULE_PANELS = (("entropy", "entropy H (nats)", 1), ("expected_reward", "expected reward", 1),
                ("rho", "ρ (share of grad-carrying mass)", 10), ("bounds", "bounds c_low, c_high", 10),
                ("clip_frac_low", "clip fraction low (A<0, r<c_low)", 10),
@@ -47,7 +47,7 @@ def staleness_curves(runs: dict, axes_names=("update", "sample"), panels=STALENE
                 E = run.config.updates_per_batch
                 band(ax, x_axis(run, axis, with_init), run.curve(metric, with_init), cmap[k], f"staleness {k}",
                      window=1 if with_init else E * math.ceil(window / E),
-                     limits=RANGES.get(metric, BANDIT_RANGES.get(metric)))
+                     limits=LIMITS.get(metric))
             ax.set_xlabel("optimizer updates" if axis == "update" else "samples seen (S·G per sampled batch)")
             ax.set_ylabel(label)
             if axis == "sample":
@@ -94,7 +94,7 @@ def rule_bands(results: dict, staleness: int, panels=RULE_PANELS, rho0: float | 
                 continue
             with_init = metric in run.initial
             band(ax, x_axis(run, "update", with_init), run.curve(metric, with_init), c, rule, window,
-                 limits=RANGES.get(metric, BANDIT_RANGES.get(metric)), marker=MARKERS[i % len(MARKERS)])
+                 limits=LIMITS.get(metric), marker=MARKERS[i % len(MARKERS)])
             out[rule][metric] = float(np.nanmean(run.curve(metric)))
         label_panel(ax, metric, label, "optimizer updates", window, rho0)
     axes[0].legend(fontsize=8)
@@ -116,12 +116,12 @@ def quick_compare(staleness: int, rho0: float = 0.4, config: BanditConfig | None
     axes = fig.subplots(1, 4)
     for i, (name, run) in enumerate(runs.items()):
         c, m = colour_of(name, i), MARKERS[i % len(MARKERS)]
-        band(axes[0], x_axis(run, "update", True), run.curve("entropy", True), c, name, limits=(0, None), marker=m)
+        band(axes[0], x_axis(run, "update", True), run.curve("entropy", True), c, name, limits=LIMITS["entropy"], marker=m)
         band(axes[1], x_axis(run, "update", True), run.curve("expected_reward", True), c, name,
-             limits=BANDIT_RANGES["expected_reward"], marker=m)
+             limits=LIMITS["expected_reward"], marker=m)
         band(axes[2], x_axis(run), run.curve("c_high"), c, name, 10, marker=m)
         band(axes[2], x_axis(run), run.curve("c_low"), c, None, 10, ls="--", marker=m)
-        band(axes[3], x_axis(run), run.curve("rho"), c, name, 10, limits=(0, 1), marker=m)
+        band(axes[3], x_axis(run), run.curve("rho"), c, name, 10, limits=LIMITS["rho"], marker=m)
     axes[3].axhline(rho0, color="0.3", ls=":", lw=1, label=f"ρ0 = {rho0:g}")
     for ax, label in zip(axes, ("entropy H", "expected reward", "bounds (solid c_high, dashed c_low)", "ρ (share)")):
         ax.set_xlabel("optimizer updates")
