@@ -38,12 +38,13 @@ def test_committed_solutions_page_is_what_the_command_writes_now():
 
 # ---------------------------------------------------------------------------------------- offline math in HTML
 
-def test_html_reading_copy_loads_mathjax_from_beside_it(tmp_path):
+def test_html_reading_copy_loads_mathjax_from_beside_it_and_nothing_from_the_web(tmp_path):
     pytest.importorskip("jupyter_server_mathjax")
-    from toy_rl.course.html import MATHJAX_DIR, remote_mathjax, to_html
+    from toy_rl.course.html import MATHJAX_DIR, remote_loads, to_html
     out = to_html("01", tmp_path / "nb01.html")
     html = out.read_text(encoding="utf-8")
-    assert remote_mathjax(html) == []
+    assert remote_loads(html) == []
+    assert "require.min.js" not in html and "mermaid" not in html
     assert not re.search(r"https?://[^\"'\s]*mathjax", html, re.I)
     src = re.findall(r'<script[^>]+src="([^"]*MathJax\.js[^"]*)"', html)
     assert src and all(s.startswith(f"{MATHJAX_DIR}/MathJax.js?config=") for s in src), src
@@ -52,6 +53,15 @@ def test_html_reading_copy_loads_mathjax_from_beside_it(tmp_path):
         assert (tmp_path / MATHJAX_DIR / "config" / f"{name}.js").is_file(), name
     assert (tmp_path / MATHJAX_DIR / "fonts" / "HTML-CSS" / "STIX-Web" / "woff").is_dir()
     assert "$\\pi = \\operatorname{softmax}(z)$" in html            # the math is there for MathJax to typeset
+
+
+def test_remote_loads_finds_what_a_page_would_fetch():
+    from toy_rl.course.html import remote_loads
+    page = ('<script src="https://cdn.example/require.js"></script><link rel="stylesheet" href="http://x.org/a.css">'
+            '<img src="https://x.org/p.png"> <a href="https://arxiv.org/abs/2510.18927">paper</a>'
+            'await import("https://cdn.example/mermaid.mjs"); <script src="mathjax/MathJax.js"></script>')
+    assert remote_loads(page) == ["https://cdn.example/require.js", "https://x.org/p.png", "http://x.org/a.css",
+                                  "https://cdn.example/mermaid.mjs"]
 
 
 def test_html_refuses_an_unknown_notebook(tmp_path):

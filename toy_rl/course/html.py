@@ -3,12 +3,12 @@
 nbconvert's HTML template loads MathJax from a CDN, so a copy opened without a network shows raw ``$...$``. Here
 the template's ``mathjax_url`` points at a MathJax 2.7 copied beside the HTML (``mathjax/``, about 3 MB) from the
 files the ``jupyter-server-mathjax`` package ships (the ``instructor`` and ``dev`` extras install it): the same
-MathJax the classic notebook served, with its STIX web fonts. The page reads nothing from the network: no URL in
-it points at a MathJax on the web, and :func:`remote_mathjax` lists any that would (the tests check it is empty).
+MathJax the classic notebook served, with its STIX web fonts. The lab template's other web scripts (require.js for
+live widgets, mermaid for diagrams, the widget manager) are left out by :data:`OFFLINE_TEMPLATE`: the reading copies
+show sliders as static images and draw diagrams with matplotlib. So the page loads nothing from the network, and
+:func:`remote_loads` lists anything it would load (the tests check it is empty).
 
-Open the HTML from its folder (``mathjax/`` must stay beside it); copy the folder to move it. The template's other
-web scripts (require.js for live widgets, mermaid for diagrams) are not needed by these copies: offline they fail
-quietly and the page reads the same (the sliders are static images in the reading copies anyway).
+Open the HTML from its folder (``mathjax/`` must stay beside it); copy the folder to move it.
 """
 from __future__ import annotations
 
@@ -33,6 +33,12 @@ LOCAL_CONFIG = """MathJax.Hub.Config({
   messageStyle: "none"
 });
 MathJax.Ajax.loadComplete("[MathJax]/config/local/offline.js");
+"""
+# nbconvert's lab template without the blocks that load scripts from the web.
+OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block jupyter_widgets %}{% endblock jupyter_widgets %}
 """
 
 
@@ -80,18 +86,24 @@ def reading_copy(name: str) -> Path:
 
 
 def notebook_html(path: Path, mathjax_url: str) -> str:
-    """The notebook at ``path`` as one HTML page (nbconvert's lab template, images embedded) loading MathJax
-    from ``mathjax_url``."""
+    """The notebook at ``path`` as one HTML page (nbconvert's lab template less its web scripts, images embedded)
+    loading MathJax from ``mathjax_url``."""
+    import jinja2
     import nbformat
     from nbconvert import HTMLExporter
-    exporter = HTMLExporter(template_name="lab", mathjax_url=mathjax_url)
+    exporter = HTMLExporter(template_name="lab", mathjax_url=mathjax_url, template_file="offline.html.j2",
+                            extra_loaders=[jinja2.DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})])
     body, _ = exporter.from_notebook_node(nbformat.read(path, as_version=4))
     return body
 
 
-def remote_mathjax(html: str) -> list[str]:
-    """Every http(s) URL in ``html`` that names MathJax (what an offline page must not load)."""
-    return [u for u in re.findall(r"https?://[^\s\"'<>)]+", html) if "mathjax" in u.lower()]
+def remote_loads(html: str) -> list[str]:
+    """Every http(s) URL that ``html`` would load: script and image sources, ``<link>`` targets, ``import(...)``,
+    and any URL naming MathJax (what an offline page must not hold; links a reader clicks are fine)."""
+    url = r"[\"'](https?://[^\"']+)"
+    loads = re.findall(r"<(?:script|img)[^>]*\ssrc=" + url, html) + re.findall(r"<link[^>]*\shref=" + url, html)
+    loads += re.findall(r"import\(\s*" + url, html)
+    return loads + [u for u in re.findall(r"https?://[^\s\"'<>)]+", html) if "mathjax" in u.lower() and u not in loads]
 
 
 def to_html(name: str, out: Path | str | None = None) -> Path:
@@ -104,8 +116,8 @@ def to_html(name: str, out: Path | str | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     copy_mathjax(out.parent / MATHJAX_DIR)
     html = notebook_html(path, f"{MATHJAX_DIR}/MathJax.js?config={CONFIG}")
-    left = remote_mathjax(html)
+    left = remote_loads(html)
     if left:
-        raise RuntimeError(f"the HTML of {path.name} still loads MathJax from the web: {left[:3]}")
+        raise RuntimeError(f"the HTML of {path.name} still loads from the web: {left[:3]}")
     out.write_text(html, encoding="utf-8")
     return out
