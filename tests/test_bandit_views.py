@@ -21,6 +21,7 @@ from toy_rl.bandit.verdicts import bapo_regime
 from toy_rl.bandit.views import (ablation_figure, entropy_rule_scatter, entropy_vs_reward, error_vs_eta,
                                  explain_callback, explain_view, quadrant_bars, quick_callback, quick_compare,
                                  readings_figure, rho_bound_figure, rule_bands, staleness_curves)
+from toy_rl.bandit.views.training import ALL_RULE_METRICS, RULE_METRICS
 from toy_rl.plotting import fixed_bounds, format_rows
 from toy_rl.clipping import BAPO, Symmetric
 from toy_rl.clipping.balance import balance_of, masses
@@ -147,10 +148,31 @@ def test_staleness_curves_and_rule_bands_report_the_runs_numbers(results):
     assert isinstance(entropy_vs_reward(runs)[0], Figure)
 
 
-def test_rule_bands_keep_bands_in_range_and_every_rule_visible(results):
+def test_rule_bands_draws_four_panels_unless_asked_for_more(results):
+    """Issue 25's figure hygiene: at most four panels where the message is one comparison (entropy, reward, ρ
+    and the bounds, what notebook 02 §4 discusses); the other panels on request, with their means."""
+    assert RULE_METRICS == ("entropy", "expected_reward", "rho", "bounds")
+    fig, means = rule_bands(results, 2)
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(shown) == 4
+    assert [ax.get_ylabel() for ax in shown] == ["entropy H (nats)", "expected reward",
+                                                 "ρ (share of grad-carrying mass)", "bounds c_low, c_high"]
+    assert "clip_frac_low" not in means["bapo"] and "c_high" in means["bapo"]
+    assert any(line.get_label() == "ρ0 = 0.4" for line in shown[2].lines)
+    fig, means = rule_bands(results, 2, ALL_RULE_METRICS)
+    assert len([ax for ax in fig.axes if ax.get_visible()]) == 7
+    assert means["bapo"]["clip_frac_high"] == pytest.approx(np.nanmean(results[2, "bapo"].curve("clip_frac_high")))
+    fig, means = rule_bands(results, 2, metrics=["grad_norm"])
+    assert len(fig.axes) == 1 and set(means["bapo"]) == {"grad_norm"}
+    with pytest.raises(ValueError, match="unknown metrics"):
+        rule_bands(results, 2, metrics=("entropy", "reward"))
+
+
+@pytest.mark.parametrize("metrics", [RULE_METRICS, ALL_RULE_METRICS])
+def test_rule_bands_keep_bands_in_range_and_every_rule_visible(results, metrics):
     """Issue 25's figure hygiene: a band never leaves what its quantity can take (clip fractions, reward in
     [0, 1], entropy >= 0), and each rule's line has its own marker, so a line drawn over another still shows."""
-    fig, _ = rule_bands(results, 2)
+    fig, _ = rule_bands(results, 2, metrics)
     for ax in fig.axes:
         title = ax.get_ylabel()
         if any(word in title for word in ("clip fraction", "expected reward", "entropy")):

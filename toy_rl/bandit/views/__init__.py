@@ -14,10 +14,10 @@ from .balance import ablation_figure, readings_figure, rho_bound_figure
 from .comparison import comparison_view, grid_view
 from .entropy_rule import (QUADRANT_COLOURS, QUADRANT_LABELS, entropy_rule_scatter, error_vs_eta, explain_callback,
                            explain_view, quadrant_bars)
-from .training import (RULE_PANELS, STALENESS_COLOURS, STALENESS_PANELS, entropy_vs_reward, quick_callback,
-                       quick_compare, rule_bands, staleness_curves)
+from .training import (ALL_RULE_METRICS, RULE_METRICS, RULE_PANELS, STALENESS_COLOURS, STALENESS_PANELS,
+                       entropy_vs_reward, quick_callback, quick_compare, rule_bands, staleness_curves)
 
 __all__ = ["ablation_figure", "comparison_view", "grid_view", "readings_figure", "rho_bound_figure", "QUADRANT_COLOURS", "QUADRANT_LABELS",
            "entropy_rule_scatter", "error_vs_eta", "explain_callback", "explain_view", "quadrant_bars",
-           "RULE_PANELS", "STALENESS_COLOURS", "STALENESS_PANELS", "entropy_vs_reward", "quick_callback",
-           "quick_compare", "rule_bands", "staleness_curves"]
+           "ALL_RULE_METRICS", "RULE_METRICS", "RULE_PANELS", "STALENESS_COLOURS", "STALENESS_PANELS",
+           "entropy_vs_reward", "quick_callback", "quick_compare", "rule_bands", "staleness_curves"]

@@ -23,6 +23,10 @@ RULE_PANELS = (("entropy", "entropy H (nats)", 1), ("expected_reward", "expected
                ("rho", "ρ (share of grad-carrying mass)", 10), ("bounds", "bounds c_low, c_high", 10),
                ("clip_frac_low", "clip fraction low (A<0, r<c_low)", 10),
                ("clip_frac_high", "clip fraction high (A>0, r>c_high)", 10), ("grad_norm", "|gradient|", 10))
+# What rule_bands draws unless told otherwise: the panels notebook 02 §4 discusses (issue 25: at most 4 panels
+# where the message is one comparison). ALL_RULE_METRICS draws every panel of RULE_PANELS.
+RULE_METRICS = ("entropy", "expected_reward", "rho", "bounds")
+ALL_RULE_METRICS = tuple(metric for metric, _, _ in RULE_PANELS)
 
 
 def staleness_curves(runs: dict, axes_names=("update", "sample"), panels=STALENESS_PANELS, window: int = 5,
@@ -71,34 +75,45 @@ def entropy_vs_reward(runs: dict, label_of=lambda k: f"staleness {k}"):
     return fig, None
 
 
-def rule_bands(results: dict, staleness: int, panels=RULE_PANELS, rho0: float | None = 0.4):
+def rule_bands(results: dict, staleness: int, metrics=RULE_METRICS, rho0: float | None = 0.4,
+               panels=RULE_PANELS):
     """The rules side by side at one staleness, 95% bands over seeds; noisy metrics smoothed over
     the given window of updates (per seed, before the band). ``results``: {(staleness, rule): BanditRun}.
-    Returns (figure, {rule: {metric: mean over seeds and updates}})."""
+    ``metrics``: which of ``panels`` to draw, in this order (default :data:`RULE_METRICS`, four panels:
+    entropy, expected reward, ρ and the bounds; :data:`ALL_RULE_METRICS` for all seven). Each rule keeps one
+    colour and one marker in every panel; bands stop at what their quantity can take (:data:`LIMITS`).
+    Returns (figure, {rule: {metric: mean over seeds and updates}}), the means for the drawn panels only."""
+    metrics = tuple(metrics)
+    by_name = {p[0]: p for p in panels}
+    unknown = [m for m in metrics if m not in by_name]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; choose from {list(by_name)}")
+    chosen = [by_name[m] for m in metrics]
     rules = [r for (k, r) in results if k == staleness]
-    n = len(panels)
-    cols = 4
+    n = len(chosen)
+    cols = min(n, 4)
     fig = Figure(figsize=(4.3 * cols, 3.3 * math.ceil(n / cols)), layout="constrained")
     axes = np.asarray(fig.subplots(math.ceil(n / cols), cols)).reshape(-1)
     out = {r: {} for r in rules}
-    for ax, (metric, label, window) in zip(axes, panels):
+    for ax, (metric, label, window) in zip(axes, chosen):
         for i, rule in enumerate(rules):
             run = results[staleness, rule]
-            c = colour_of(rule, i)
+            c, m = colour_of(rule, i), MARKERS[i % len(MARKERS)]
             if metric == "bounds":
                 x = x_axis(run)
-                band(ax, x, run.curve("c_high"), c, rule, window, marker=MARKERS[i % len(MARKERS)])
-                band(ax, x, run.curve("c_low"), c, None, window, ls="--", marker=MARKERS[i % len(MARKERS)])
+                band(ax, x, run.curve("c_high"), c, rule, window, marker=m)
+                band(ax, x, run.curve("c_low"), c, None, window, ls="--", marker=m)
                 out[rule]["c_low"] = float(np.mean(run.curve("c_low")))
                 out[rule]["c_high"] = float(np.mean(run.curve("c_high")))
                 continue
             with_init = metric in run.initial
             band(ax, x_axis(run, "update", with_init), run.curve(metric, with_init), c, rule, window,
-                 limits=LIMITS.get(metric), marker=MARKERS[i % len(MARKERS)])
+                 limits=LIMITS.get(metric), marker=m)
             out[rule][metric] = float(np.nanmean(run.curve(metric)))
         label_panel(ax, metric, label, "optimizer updates", window, rho0)
     axes[0].legend(fontsize=8)
-    axes[2].legend(fontsize=7)
+    if "rho" in metrics[1:] and rho0 is not None:
+        axes[list(metrics).index("rho")].legend(fontsize=7)       # the ρ0 line's key
     for ax in axes[n:]:
         ax.set_visible(False)
     fig.suptitle(f"staleness {staleness}: 95% bands over {len(results[staleness, rules[0]].seeds)} seeds",
