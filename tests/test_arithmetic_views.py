@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from toy_rl.arithmetic import RULES
 from toy_rl.arithmetic.demos import StoredBatch, answer_versions, demo_summary, partial_demo, stale_batch
 from toy_rl.arithmetic.measures import TABULAR_SIGN, on_policy_check, rule_tests, seed_stats, stats_table
-from toy_rl.arithmetic.sweep import finished, load_or_compare, scenario_names
+from toy_rl.arithmetic.sweep import finished, load_or_sweep, scenario_names
 from toy_rl.arithmetic.verdicts import claim_checks, claim_verdicts
 from toy_rl.arithmetic.views import (budget_callback, clip_callback, clip_view, entropy_check_view, length_view,
                                      partial_curves, rule_bands, rules_callback, scenario_bands, version_map,
@@ -259,19 +259,19 @@ def test_rule_and_scenario_bands_draw_the_library_curves(shown):
 
 # --- real (tiny) runs --------------------------------------------------------------------------------
 
-def test_load_or_compare_runs_once_then_loads(tmp_path):
+def test_load_or_sweep_runs_once_then_loads(tmp_path):
     with pytest.raises(FileNotFoundError):
-        load_or_compare(tmp_path / "none", "add", (0, 1), seeds=2)
+        load_or_sweep(tmp_path / "none", "add", (0, 1), seeds=2)
     quick = tmp_path / "quick"
-    first, source = load_or_compare(tmp_path / "none", "add", (0, 1), seeds=2, quick_out=quick,
+    first, source = load_or_sweep(tmp_path / "none", "add", (0, 1), seeds=2, quick_out=quick,
                                     on_policy_rules=("symmetric",), **FAST)
     assert source.startswith("computed") and list(first) == [("on-policy", "symmetric"), ("reuse-1", "symmetric"),
                                                              ("reuse-1", "clip-higher"), ("reuse-1", "bapo")]
     assert not (quick / "arithmetic-add" / "on-policy" / "bapo").exists()     # only the rules asked for on-policy
-    again, source = load_or_compare(quick, "add", (0, 1), seeds=2, on_policy_rules=("symmetric",))
+    again, source = load_or_sweep(quick, "add", (0, 1), seeds=2, on_policy_rules=("symmetric",))
     assert source.startswith("loaded") and again == first
     with pytest.raises(FileNotFoundError):                                   # 3 seeds asked, 2 there
-        load_or_compare(quick, "add", (0, 1), seeds=3)
+        load_or_sweep(quick, "add", (0, 1), seeds=3)
     assert scenario_names((0, 2), partial=8) == ["on-policy", "reuse-2", "partial-8"]
 
 

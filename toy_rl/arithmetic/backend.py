@@ -13,6 +13,9 @@ from .run import warmstart_of
 from .tasks import TASKS, get_task
 from .warmstart import cache_path, estimated_seconds
 
+TRAINER = "toy_rl.arithmetic.run"    # the module that trains this rung's runs (toy_rl.experiments.spec.backend)
+DEFAULT_TASK = "add"
+
 RUN_KIND = "rung-2"                 # how a plan names these runs
 
 # Seconds per RL update of one run, keyed by (task, partial rollout?), at the batch it was measured at (answers per

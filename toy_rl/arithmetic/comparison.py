@@ -226,7 +226,7 @@ def from_logs(folder) -> dict:
 
 def as_cells(result: dict) -> dict:
     """The comparison's runs keyed ``{(scenario, rule label): [records per seed]}``, as the rung-2 sweeps key theirs
-    (:func:`toy_rl.arithmetic.sweep.load_or_compare`), so the sweeps' measures and views read them too
+    (:func:`toy_rl.arithmetic.sweep.load_or_sweep`), so the sweeps' measures and views read them too
     (:func:`~toy_rl.arithmetic.measures.stats_table`: staleness_mean/max, mixed_versions, clip fractions;
     :func:`~toy_rl.arithmetic.views.partial_curves`, :func:`~toy_rl.arithmetic.views.rule_bands`). The scenario is
     the preset's one staleness cell, e.g. "partial-8" (partial rollout, docs/protocol.md §4)."""
@@ -303,7 +303,6 @@ def load_comparison(preset: Preset | str = DEFAULT, seeds=range(10), out="runs/c
                     f"toy-rl arithmetic --compare {preset.name} --seeds {len(list(seeds))} --workers 2)")
 
 
-load_or_compare = load_comparison      # its old name (the staleness sweep's is toy_rl.arithmetic.sweep.load_or_compare)
 
 
 def format_rows(rows: list) -> str:

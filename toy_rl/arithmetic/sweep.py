@@ -43,7 +43,7 @@ def _complete(root, task, wanted, seeds: int, smoke: bool):
 def quick_grids(task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
                 mode: str = "reuse", quick_out=None, progress: bool = True, on_policy_rules=None,
                 **overrides) -> list[list]:
-    """The specs :func:`load_or_compare` sweeps when the logged runs are not complete: on-policy with
+    """The specs :func:`load_or_sweep` sweeps when the logged runs are not complete: on-policy with
     ``on_policy_rules``, then the other stalenesses (and partial rollout) with ``rules``; one list per sweep."""
     on_rules = tuple(on_policy_rules or rules)
     grids = []
@@ -59,7 +59,7 @@ def quick_grids(task: str, stalenesses=(0,), partial: int | None = None, rules=R
 
 def missing_specs(root, task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
                   mode: str = "reuse", quick_out=None, on_policy_rules=None, **overrides) -> list:
-    """The runs :func:`load_or_compare` with these arguments would train (none when ``root`` holds them all):
+    """The runs :func:`load_or_sweep` with these arguments would train (none when ``root`` holds them all):
     for the estimate a command prints first (:mod:`toy_rl.timing`)."""
     wanted = _wanted(stalenesses, partial, rules, mode, on_policy_rules)
     if _complete(root, task, wanted, seeds, overrides.get("smoke", False))[0] is not None or quick_out is None:
@@ -68,8 +68,8 @@ def missing_specs(root, task: str, stalenesses=(0,), partial: int | None = None,
                                    **overrides) for s in g if status(s) != "finished"]
 
 
-def load_or_compare(root, task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
-                    mode: str = "reuse", quick_out=None, progress: bool = True, on_policy_rules=None, **overrides):
+def load_or_sweep(root, task: str, stalenesses=(0,), partial: int | None = None, rules=RULES, seeds: int = 3,
+                  mode: str = "reuse", quick_out=None, progress: bool = True, on_policy_rules=None, **overrides):
     """The runs of every (scenario, rule) with at least ``seeds`` finished seeds.
 
     Loads ``<root>/arithmetic-<task>/`` (``-smoke`` added with ``smoke=True``; what ``toy-rl arithmetic``

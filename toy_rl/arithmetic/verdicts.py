@@ -1,7 +1,7 @@
 """Rung 2's verdicts on the paper's claims 1-5, by the rules of :mod:`toy_rl.verdicts` (paired tests by seed,
 Holm across the claims, direction named, results against counted, BAPO's regime stated).
 
-    results, _ = load_or_compare("runs/arithmetic", "add", (0, 2, 4, 8), seeds=5)
+    results, _ = load_or_sweep("runs/arithmetic", "add", (0, 2, 4, 8), seeds=5)
     checks = claim_checks(results, ["reuse-2", "reuse-4", "reuse-8"])     # list[Verdict]
     for line in claim_verdicts(results, ["reuse-2", "reuse-4", "reuse-8"]):
         print(line)

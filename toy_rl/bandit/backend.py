@@ -11,6 +11,9 @@ from __future__ import annotations
 from ..experiments.tasks import own_label
 from ..timing import Rate
 
+TRAINER = "toy_rl.bandit.experiments"    # the module that trains this rung's runs (toy_rl.experiments.spec.backend)
+DEFAULT_TASK = "rare-correct"
+
 # The default bandit comparison (9 rules x 4 cells, 20 seeds x 300 updates), scaled by seeds x updates.
 COMPARE_RATE = Rate(49.6, 20 * 300, "toy-rl figures --only 02: 49.6 s (docs/figures/captions.json, 2026-12-01, "
                                     "load ~3)")

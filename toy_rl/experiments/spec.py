@@ -10,8 +10,9 @@ shape, ...), which checks its own fields. :func:`make_spec` fills the RLConfig f
 ``DEFAULTS`` of the rung, then what the task and the preset set (answer budget, batch shape, lr), then the
 backend's ``SMOKE`` settings with ``smoke=True`` (``steps`` capped at SMOKE's), then what is given.
 
-Backends (one per rung, in its own package): ``toy_rl.bandit.experiments`` (rung 1),
-``toy_rl.arithmetic.run`` (rung 2), ``toy_rl.lm.run`` (rungs 3-4). Each has ``DEFAULTS``, ``SMOKE``,
+The module that trains a rung's runs is named by the rung's backend (``TRAINER`` in ``toy_rl.<rung>.backend``,
+found by :func:`toy_rl.experiments.tasks.rung_backend`; ``DEFAULT_TASK`` there too): ``toy_rl.bandit.experiments``
+(rung 1), ``toy_rl.arithmetic.run`` (rung 2), ``toy_rl.lm.run`` (rungs 3-4). Each trainer has ``DEFAULTS``, ``SMOKE``,
 ``OPTIONS`` (its own settings outside RLConfig, with their defaults), ``rl_defaults(task, preset)`` and
 ``train(spec, folder)``; optionally ``train_seeds(specs, folders)`` (a cell's seeds side by side, rung 1),
 ``saved_config(spec)`` (its own config.json), ``check_spec(spec)`` and ``default_model(preset)`` (rungs 3-4).
@@ -26,15 +27,12 @@ from typing import Any
 
 from ..clipping import RULES
 from ..rl.config import RLConfig
-from .tasks import RUNGS, check_rung, make_task
-
-BACKENDS = {"bandit": "toy_rl.bandit.experiments", "arithmetic": "toy_rl.arithmetic.run", "lm": "toy_rl.lm.run"}
-DEFAULT_TASK = {"bandit": "rare-correct", "arithmetic": "add", "lm": "add"}
+from .tasks import RUNGS, check_rung, make_task, rung_backend
 
 
 def backend(rung: str):
-    """The module that trains runs of ``rung``."""
-    return importlib.import_module(BACKENDS[check_rung(rung)])
+    """The module that trains runs of ``rung`` (its backend's ``TRAINER``)."""
+    return importlib.import_module(rung_backend(rung).TRAINER)
 
 
 def rl_fields() -> set[str]:
@@ -117,7 +115,7 @@ def make_spec(rung: str = "arithmetic", task=None, **settings) -> RunSpec:
     out, threads, device, progress, resume, run_dir), any RLConfig field (rule, staleness, mode, partial, steps,
     seed, lr, prompts, ...) or a backend option; anything else is a ValueError naming it."""
     be = backend(rung)
-    task = DEFAULT_TASK[rung] if task is None else task
+    task = rung_backend(rung).DEFAULT_TASK if task is None else task
     spec_kw = {k: settings.pop(k) for k in list(settings) if k in SPEC_FIELDS}
     options = {k: settings.pop(k) for k in list(settings) if k in be.OPTIONS}
     unknown = sorted(set(settings) - rl_fields())
@@ -152,4 +150,4 @@ def grid(rung: str = "arithmetic", task=None, rules=RULES, stalenesses=(0,), see
             for k, b in scenarios(stalenesses, partial) for rule in rules for seed in seeds]
 
 
-__all__ = ["BACKENDS", "RULES", "RUNGS", "RunSpec", "backend", "grid", "make_spec", "scenarios"]
+__all__ = ["RULES", "RUNGS", "RunSpec", "backend", "grid", "make_spec", "scenarios"]

@@ -18,6 +18,9 @@ from .run import spec_dtype, spec_warm_start_label
 from .tasks import ArithmeticTask, GSM8KTask, SearchTask
 from .warmstart import estimated_seconds, is_cached
 
+TRAINER = "toy_rl.lm.run"    # the module that trains this rung's runs (toy_rl.experiments.spec.backend)
+DEFAULT_TASK = "add"
+
 RUN_KIND = "LoRA"                   # how a plan names these runs
 
 # ArithmeticTask settings (toy_rl.lm.tasks); measured greedy accuracy of SmolLM2-135M-Instruct.

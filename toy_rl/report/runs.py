@@ -5,7 +5,7 @@ reports. Nothing here trains or computes statistics itself:
   figure 03 replays one run of the balanced bandit (:data:`RUNG1`);
 * rung 2: :func:`toy_rl.arithmetic.comparison.compare` on the default preset under ``<runs>/compare`` (finished
   runs read back, the others run); figure 05 and the balanced control read
-  :func:`toy_rl.arithmetic.sweep.load_or_compare`'s logged runs under ``<runs>/arithmetic-<task>``, else run
+  :func:`toy_rl.arithmetic.sweep.load_or_sweep`'s logged runs under ``<runs>/arithmetic-<task>``, else run
   :func:`toy_rl.experiments.sweep` into the same folder, which resumes: a second call only reads;
 * rung 3: :func:`toy_rl.experiments.sweep` of rung 3's grid under ``<runs>/smollm2-135m-add``, which reads back
   every finished run whose config matches and runs (or resumes) the others.
@@ -161,9 +161,9 @@ def arithmetic_runs(runs, task: str = "add", stalenesses=(0, 2, 4, 8), partial: 
     source line, config note). Full: ``<runs>/arithmetic-<task>`` (``<runs>/steps<N>/arithmetic-<task>`` for
     another number of updates, so runs of another length are never mixed in); smoke: the tiny warm start and
     rung 2's SMOKE settings in ``<runs>/arithmetic-<task>-smoke``. Uses the first ``seeds`` finished seeds."""
-    from ..arithmetic.sweep import load_or_compare
+    from ..arithmetic.sweep import load_or_sweep
     seeds, overrides, root = _arithmetic_args(runs, seeds, steps, smoke)
-    results, source = load_or_compare(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
+    results, source = load_or_sweep(root, task, stalenesses, partial, seeds=seeds, quick_out=root,
                                       progress=progress, on_policy_rules=on_policy_rules, **overrides)
     results = {key: runs_[:seeds] for key, runs_ in results.items()}
     expected = {**RUNG2, **{k: v for k, v in overrides.items() if k != "smoke"}}
