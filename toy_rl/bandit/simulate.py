@@ -15,8 +15,14 @@ Off-policy scenarios (docs/protocol.md, section 4), with k = config.staleness:
              logits; the first k updates use the initial policy.
 
 k = 0 is on-policy in both modes: the ratio is exactly 1 and the three rules
-give the same trajectory. The ratio always uses the behaviour log-probs
-recorded when the batch was sampled.
+give the same trajectory. The ratio uses the behaviour log-probs recorded when
+the batch was sampled.
+
+Both scenarios are schedules (:class:`~toy_rl.bandit.schedule.Schedule`: reuse is k + 1 epochs, lag a lag of k),
+and ``simulate(..., schedule=...)`` takes any other one, the knobs of a practitioner's trainer (notebook 07):
+epochs × mini-batches per rollout, a lagging generator, π_old recomputed by the trainer (verl's
+``compute_log_prob``); with ``bonus`` an entropy bonus β·H (:mod:`.entropy_bonus`), with ``dual_clip`` the
+loss of A < 0 tokens capped at c·|A|. The default schedule reproduces the config's scenario bit for bit.
 
 Answers are one token by default; with ``config.answer_len`` / ``length_ratio``
 they are several (:mod:`.answers`): the decision token from the logits z, the
@@ -28,13 +34,15 @@ Per update and per seed the run records (names as in TRL where TRL has one):
 entropy and expected_reward (exact, mean over contexts, after the update),
 entropy_change (exact) and entropy_change_first_order (−Cov(log π, Δz)),
 sample_reward, grad_norm (of the decision logits' gradient), staleness (age of the batch),
-rollout (how many batches were sampled so far: × S·G = samples seen), ratio_std,
+rollout (how many batches were sampled so far: × S·G = samples seen), ratio_std, and from the schedule
+ratio_age (age of π_old), epoch, minibatch, behaviour_kl (k3 KL of the decision tokens to the policy that
+sampled; approx_kl's π_old differs from it only when recomputed) and entropy_coef (β used),
 every stat of policy_loss_runs (c_low, c_high, rho, rho_before, clip_frac_low,
 clip_frac_high, pos_mass, neg_mass, neg_adv_frac, ratio_min/max, approx_kl, ...;
 ρ is NaN for a batch with no gradient-carrying advantage mass),
 per quadrant (see :mod:`.quadrants`) dH_<q>, clip_frac_<q> and share_<q>; and for the
 pilot gate (:mod:`.pilot`) lambda_mass, rho_start_grad and rho_start_all
-(:func:`length_balance`), best_prob (exact probability of the best tokens) and, with
+(:func:`length_balance`), best_prob (exact probability of the best tokens), best_found and, with
 multi-token answers, continuation_entropy. The clip fractions, ρ and KL of
 policy_loss_runs are over all answer tokens; ratio_std is over the decision tokens.
 """
@@ -49,14 +57,16 @@ import torch
 from tqdm.auto import tqdm
 
 from ..clipping import clipped_mask, make_rule
-from ..clipping.loss import LOG_RATIO_CLAMP, token_ratio
+from ..clipping.loss import LOG_RATIO_CLAMP, clamped_log_ratio, token_ratio
 from ..rl.config import rule_label
 from ..rl.diagnostics import START, start_balance
 from .answers import BanditBatch, Batch, sample_batch  # noqa: F401  (Batch re-exported: it used to live here)
 from .config import BanditConfig
-from .policy import best_prob, entropy, expected_reward, log_probs, probs
+from .entropy_bonus import EntropyBonus
+from .policy import best_found, best_prob, entropy, expected_reward, log_probs, probs
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
 from .rewards import make_task
+from .schedule import Schedule, minibatch, position, recompute_old, schedule_of
 from ..threads import single_thread
 from .update import logit_step, surrogate_gradient
 
@@ -102,7 +112,8 @@ def check_seeds(seeds) -> list:
 
 
 def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=range(20),
-             progress: bool = False, keep_logits: bool = False) -> BanditRun:
+             progress: bool = False, keep_logits: bool = False, schedule: Schedule | None = None,
+             bonus: EntropyBonus = EntropyBonus(), dual_clip: float | None = None) -> BanditRun:
     """Train the tabular softmax policy for ``config.steps`` updates, all ``seeds`` at once.
 
     Args:
@@ -112,12 +123,17 @@ def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=rang
         progress: show a tqdm bar on stderr.
         keep_logits: also return every logits tensor and the behaviour logits of every update (and, with
             multi-token answers, the same for the continuation logits), so that
-            :func:`toy_rl.bandit.replay.replay_batches` can rebuild every batch.
+            :func:`toy_rl.bandit.replay.replay_batches` can rebuild every batch (of a run without ``schedule``).
+        schedule: how each rollout is consumed (:class:`~toy_rl.bandit.schedule.Schedule`); None: the one
+            ``config.staleness`` and ``config.mode`` name (a schedule needs ``config.staleness`` 0).
+        bonus: an entropy bonus (:class:`~toy_rl.bandit.entropy_bonus.EntropyBonus`); the default adds none.
+        dual_clip: c > 1 caps the loss of A < 0 tokens at c·|A|; None: off.
     """
     rule = make_rule(rule) if isinstance(rule, str) else rule
     seeds = check_seeds(seeds)
+    schedule = schedule_of(config, schedule)
     with single_thread():
-        return _simulate(config, rule, seeds, progress, keep_logits)
+        return _simulate(config, rule, seeds, schedule, bonus, dual_clip, progress, keep_logits)
 
 
 def _sample(task, behaviour, behaviour_cont, seeds, rollout, answers) -> BanditBatch:
@@ -144,17 +160,18 @@ def length_balance(logp, old_logp, adv, mask) -> dict:
     return dict(lambda_mass=lam, rho_start_grad=s["rho_start_grad"], rho_start_all=s["rho_start_all"])
 
 
-def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logits: bool) -> BanditRun:
+def _simulate(config: BanditConfig, rule, seeds: list, schedule: Schedule, bonus: EntropyBonus, dual_clip,
+              progress: bool, keep_logits: bool) -> BanditRun:
     dtype = config.torch_dtype
     task = make_task(config.preset, config.n_tokens, config.n_contexts, config.task_seed, dtype)
     n, S, K, G = len(seeds), config.n_contexts, config.n_tokens, config.group_size
-    k, E, lr = config.staleness, config.updates_per_batch, config.lr
+    U, lr = schedule.updates_per_rollout, config.lr
 
     z = task.init_logits.expand(n, S, K).clone()
     w = task.init_logits.expand(n, S, K).clone() if config.max_len > 1 else None   # continuation (answers.py)
     initial = dict(entropy=entropy(z).mean(-1), expected_reward=expected_reward(z, task.reward_mean).mean(-1))
-    ring = z.expand(k + 1, n, S, K).clone() if config.mode == "lag" else None   # z_{t-k}, ..., z_t
-    ring_w = w.expand(k + 1, n, S, K).clone() if config.mode == "lag" and w is not None else None
+    starts = []                           # (z, w) as each of the last lag + 1 rollouts began: who samples the next
+    coef = torch.full((n,), float(bonus.coef), dtype=dtype)                  # β of the entropy bonus, per seed
     history, behaviours = ([z.clone()], []) if keep_logits else (None, None)
     keep_cont = keep_logits and w is not None
     cont_history, cont_behaviours = ([w.clone()], []) if keep_cont else (None, None)
@@ -162,29 +179,28 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
     answers = dict(G=G, advantage=config.advantage, answer_len=config.answer_len, length_ratio=config.length_ratio)
 
     bar = tqdm(range(config.steps), disable=not progress, file=sys.stderr, leave=False,
-               desc=f"{rule.name} k={k}", mininterval=0.5)
+               desc=f"{rule.name} {schedule.label()}", mininterval=0.5)
     for t in bar:
-        # 1. the batch: fresh, or the previous one again (reuse), sampled by z_t or z_{t-k} (lag)
-        if config.mode == "reuse":
-            age = t % E
-            if age == 0:
-                behaviour, behaviour_w = z, w
-                batch = _sample(task, behaviour, w, seeds, t // E, answers)
-        else:
-            ring[t % (k + 1)] = z
-            behaviour = ring[(t - k) % (k + 1)]            # slot last written at t - k (z_0 while t < k)
-            if ring_w is not None:
-                ring_w[t % (k + 1)] = w
-            age = min(t, k)
-            behaviour_w = None if ring_w is None else ring_w[(t - k) % (k + 1)]
-            batch = _sample(task, behaviour, behaviour_w, seeds, t, answers)
+        # 1. the batch: a fresh rollout every U = epochs × minibatches updates, sampled by the policy as the rollout
+        #    `lag` rollouts back began (z_0 before there was one); update t trains on its mini-batch
+        where = position(t, schedule)
+        if t % U == 0:
+            starts = (starts + [(z, w)])[-(schedule.lag + 1):]
+            behaviour, behaviour_w = starts[0]
+            sampled = _sample(task, behaviour, behaviour_w, seeds, where.rollout, answers)
+            rollout = recompute_old(sampled, z, w) if schedule.recompute_old else sampled   # π_old of the ratio
+        batch = minibatch(rollout, where.minibatch, schedule.minibatches)
         if keep_logits:
             behaviours.append(behaviour.clone())
         if keep_cont:
             cont_behaviours.append(behaviour_w.clone())
 
-        # 2. the update, through the shared clipped loss
-        grad_z, grad_w, grad_logp, stats, loss_tokens = surrogate_gradient(z, batch, rule, w)
+        # 2. the update, through the shared clipped loss (plus β·∂H/∂z with an entropy bonus)
+        grad_z, grad_w, grad_logp, stats, loss_tokens = surrogate_gradient(z, batch, rule, w, dual_clip)
+        h = entropy(z).mean(-1)
+        beta = bonus.applied(coef, h)
+        if bonus.adaptive or bonus.coef:
+            grad_z = grad_z + bonus.gradient(z, beta)
         logp_all = log_probs(z)
         step = logit_step(grad_z, logp_all.exp(), lr, config.pg)
         z_next = z + step
@@ -194,22 +210,26 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
         with torch.no_grad():
             logp = logp_all.gather(-1, batch.tokens)
             ratio = torch.exp(torch.clamp(logp - batch.old_logp, -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP))
+            log_b = clamped_log_ratio(logp, minibatch(sampled, where.minibatch, schedule.minibatches).old_logp)
             adv = batch.advantages
             clipped = clipped_mask(ratio, adv, stats["c_low"][:, None, None], stats["c_high"][:, None, None])
             shares = entropy_shares(logp_all, batch.tokens, grad_logp, lr, config.pg) / S
             quadrant = quadrant_of(logp_all, batch.tokens, adv, ~clipped)
             quads = split_by_quadrant(quadrant.reshape(n, -1), shares.reshape(n, -1), clipped.reshape(n, -1))
             h_next = entropy(z_next).mean(-1)
+            count = lambda x: torch.full((n,), float(x), dtype=dtype)
             rec = dict(
                 entropy=h_next,
                 expected_reward=expected_reward(z_next, task.reward_mean).mean(-1),
-                entropy_change=h_next - entropy(z).mean(-1),
+                entropy_change=h_next - h,
                 entropy_change_first_order=shares.sum((1, 2)),
                 sample_reward=batch.rewards.mean((1, 2)),
                 grad_norm=grad_z.pow(2).sum((1, 2)).sqrt(),
-                staleness=torch.full((n,), float(age), dtype=dtype),
-                rollout=torch.full((n,), float(t // E + 1 if config.mode == "reuse" else t + 1), dtype=dtype),
+                staleness=count(where.data_age), ratio_age=count(where.ratio_age),
+                epoch=count(where.epoch), minibatch=count(where.minibatch), rollout=count(where.rollout + 1),
                 ratio_std=ratio.reshape(n, -1).std(1),
+                behaviour_kl=(log_b.exp() - 1 - log_b).mean((1, 2)),
+                entropy_coef=beta,
                 **{key: v.to(dtype) for key, v in stats.items()},
             )
             # no gradient-carrying advantage mass at all (every group all right or all wrong, or every
@@ -219,6 +239,7 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
                 rec[key] = torch.where(empty, torch.nan, rec[key])
             rec.update(length_balance(*loss_tokens))
             rec["best_prob"] = best_prob(z_next, task.correct).mean(-1)
+            rec["best_found"] = best_found(z_next, task.correct)
             if w is not None:
                 rec["continuation_entropy"] = entropy(w_next).mean(-1)
             for i, q in enumerate(QUADRANTS):
@@ -226,6 +247,7 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
                     rec[f"{what}_{q}"] = quads[what][:, i]
             for key, v in rec.items():
                 records[key].append(v)
+        coef = bonus.next_coef(coef, h)
         z, w = z_next, w_next
         if keep_logits:
             history.append(z.clone())
@@ -236,6 +258,6 @@ def _simulate(config: BanditConfig, rule, seeds: list, progress: bool, keep_logi
     return BanditRun(config, rule_label(rule), seeds, metrics, {key: v.cpu().numpy() for key, v in initial.items()}, z,
                      torch.stack(history) if keep_logits else None,
                      torch.stack(behaviours) if keep_logits else None,
-                     dict(task=task, rule_obj=rule),
+                     dict(task=task, rule_obj=rule, schedule=schedule, bonus=bonus, dual_clip=dual_clip),
                      cont_history=torch.stack(cont_history) if keep_cont else None,
                      cont_behaviour_history=torch.stack(cont_behaviours) if keep_cont else None)

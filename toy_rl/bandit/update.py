@@ -24,7 +24,8 @@ from .answers import BanditBatch, answer_tokens
 from .policy import log_probs
 
 
-def surrogate_gradient(logits: torch.Tensor, batch: BanditBatch, rule, cont_logits: torch.Tensor | None = None):
+def surrogate_gradient(logits: torch.Tensor, batch: BanditBatch, rule, cont_logits: torch.Tensor | None = None,
+                       dual_clip: float | None = None):
     """Gradient of the clipped surrogate J with respect to the logits, one run per seed.
 
     Args:
@@ -33,6 +34,7 @@ def surrogate_gradient(logits: torch.Tensor, batch: BanditBatch, rule, cont_logi
             they were sampled, advantages; continuation tokens for multi-token answers).
         rule: a clipping rule (Symmetric(), ClipHigher(), BAPO(), ...).
         cont_logits: (seeds, S, K) the continuation policy (multi-token answers only).
+        dual_clip: c > 1 caps the loss of A < 0 tokens at c·|A| (dual-clip, max(·, c·A)); None: off.
 
     J is the token-mean surrogate times S; with one-token answers that is the sum over contexts of
     each context's group mean, so η means the same step for every context whatever S is. With
@@ -50,7 +52,7 @@ def surrogate_gradient(logits: torch.Tensor, batch: BanditBatch, rule, cont_logi
     w = cont_logits.detach().requires_grad_(True) if multi else None
     logp = log_probs(z).gather(-1, batch.tokens)
     flat_logp, old, adv, mask = answer_tokens(logp, w, batch)
-    loss, stats = policy_loss_runs(flat_logp, old, adv, mask, rule)
+    loss, stats = policy_loss_runs(flat_logp, old, adv, mask, rule, dual_clip=dual_clip)
     objective = -loss.sum() * S
     if multi:
         grad_logits, grad_cont, grad_logp = torch.autograd.grad(objective, (z, w, logp))

@@ -201,8 +201,8 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
 
 def _minibatches(smoke: bool, runs: Path, progress: bool, model=None):
     from ..bandit import BanditConfig
-    from ..practice.minibatches import minibatch_experiment
-    from ..practice.views import minibatch_figure
+    from ..bandit.questions.minibatches import minibatch_experiment
+    from ..bandit.questions.views import minibatch_figure
     seeds, steps = (3, 60) if smoke else (16, 300)            # notebook 07's parameters cell
     out = minibatch_experiment(BanditConfig(steps=steps), range(seeds))
     rows = out["rows"]
@@ -214,7 +214,7 @@ def _minibatches(smoke: bool, runs: Path, progress: bool, model=None):
               "mini-batches: " + ", ".join(f"{name} {row['high_later']:.4f}" for name, row in rows.items()
                                           if math.isfinite(row["high_later"]))),
         config=f"rung 1's bandit (rare-correct preset), {seeds} seeds × {steps} updates, symmetric and clip-higher",
-        source="computed now (toy_rl.practice.minibatches.minibatch_experiment)")
+        source="computed now (toy_rl.bandit.questions.minibatches.minibatch_experiment)")
 
 
 def _plan_bandit(smoke: bool, runs: Path, model=None) -> Plan:

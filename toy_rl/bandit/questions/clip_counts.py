@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import torch
 
-from ..clipping import ClipHigher, Symmetric, policy_loss, token_ratio
-from ..synthetic import stale_batch
+from ...clipping import ClipHigher, Symmetric, policy_loss, token_ratio
+from ...synthetic import stale_batch
 
 
 def clip_counts(ratio, adv, mask, c_low: float, c_high: float) -> dict:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bandit.config import BanditConfig
-from .loop import train
-from .schedule import Schedule
+from ..config import BanditConfig
+from ..schedule import Schedule
+from ..simulate import simulate
 
 
 def minibatch_experiment(config: BanditConfig = BanditConfig(), seeds=range(8), minibatches=(1, 2, 4, 8),
@@ -29,7 +29,7 @@ def minibatch_experiment(config: BanditConfig = BanditConfig(), seeds=range(8), 
     ``updates_clipping_high`` (share of updates with any positive token clipped), ``rule_gap`` (largest
     entropy difference between the two rules, every update and seed: 0 means the same run) and the final
     entropy and mean expected reward over training of each rule (``H_<rule>``, ``R_<rule>``)."""
-    runs = {(n, r): train(config, r, seeds, Schedule(minibatches=n)) for n in minibatches for r in rules}
+    runs = {(n, r): simulate(config, r, seeds, schedule=Schedule(minibatches=n)) for n in minibatches for r in rules}
     rows, profiles = {}, {}
     for n in minibatches:
         m = runs[n, rules[0]].metrics

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import torch
 
-from ..bandit.config import BanditConfig
-from ..clipping.loss import token_surrogate
-from ..synthetic import stale_batch
-from .loop import train
-from .schedule import Schedule
+from ...clipping.loss import token_surrogate
+from ...synthetic import stale_batch
+from ..config import BanditConfig
+from ..schedule import Schedule
+from ..simulate import simulate
 
 
 def gradient_weights(ratio, adv, c_low: float, c_high: float, dual_clip: float | None = None) -> torch.Tensor:
@@ -71,7 +71,7 @@ def bandit_dual_clip(config: BanditConfig = BanditConfig(preset="trap"), seeds=r
     """The bandit on a very stale schedule, without and with dual-clip at ``c``: how often the cap acts there.
     Returns ``{"runs": (without, with), "dual_clip_frac", "updates_with_cap", "ratio_max", "reward_gap"}``
     (reward_gap: largest |difference| of the mean expected reward over training between the two, per seed)."""
-    plain, capped = (train(config, "symmetric", seeds, schedule, dual_clip=dc) for dc in (None, c))
+    plain, capped = (simulate(config, "symmetric", seeds, schedule=schedule, dual_clip=dc) for dc in (None, c))
     frac = capped.metrics["dual_clip_frac"]
     gap = abs(plain.metrics["expected_reward"].mean(1) - capped.metrics["expected_reward"].mean(1)).max()
     return dict(runs=(plain, capped), dual_clip_frac=float(frac.mean()), updates_with_cap=float((frac > 0).mean()),

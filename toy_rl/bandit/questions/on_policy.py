@@ -12,12 +12,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..bandit.answers import sample_batch
-from ..bandit.config import BanditConfig
-from ..bandit.policy import log_probs
-from ..bandit.rewards import make_task
-from .loop import clipped_step, train
-from .schedule import Schedule
+from ...clipping import make_rule
+from ..answers import sample_batch
+from ..config import BanditConfig
+from ..policy import log_probs
+from ..rewards import make_task
+from ..schedule import Schedule
+from ..simulate import simulate
+from ..update import surrogate_gradient
 
 
 def clip_ratio_experiment(config: BanditConfig = BanditConfig(), seeds=range(8), epochs=(1, 2, 4),
@@ -30,7 +32,7 @@ def clip_ratio_experiment(config: BanditConfig = BanditConfig(), seeds=range(8),
     ``updates_clipping`` (share of updates with any token clipped), ``reward_start`` / ``reward_end``
     (expected reward before / after training, mean over seeds) and ``rule_gap`` (the largest entropy
     difference between the rules over all updates and seeds: 0 means they gave the same run)."""
-    runs = {(e, r): train(config, r, seeds, Schedule(epochs=e)) for e in epochs for r in rules}
+    runs = {(e, r): simulate(config, r, seeds, schedule=Schedule(epochs=e)) for e in epochs for r in rules}
     rows = {}
     for e in epochs:
         run = runs[e, rules[0]]
@@ -56,7 +58,8 @@ def gradient_at_ratio_one(config: BanditConfig = BanditConfig(), seed: int = 0, 
     task = make_task(config.preset, config.n_tokens, config.n_contexts, config.task_seed, config.torch_dtype)
     z = task.init_logits[None].clone()
     batch = sample_batch(task, z, [seed], 0, config.group_size, config.advantage)
-    grad, _, logp = clipped_step(z, batch.tokens, batch.old_logp, batch.advantages, rule)
+    grad = surrogate_gradient(z, batch, make_rule(rule) if isinstance(rule, str) else rule)[0]
+    logp = log_probs(z).gather(-1, batch.tokens)
     zz = z.clone().requires_grad_(True)
     pg = config.n_contexts * (batch.advantages * log_probs(zz).gather(-1, batch.tokens)).mean()
     (vanilla,) = torch.autograd.grad(pg, (zz,))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..bandit.policy import entropy, log_probs
+from .policy import log_probs
 
 
 def entropy_gradient(logits: torch.Tensor) -> torch.Tensor:
@@ -72,7 +72,3 @@ class EntropyBonus:
         """β·∂(Σ_s H_s)/∂z for logits (runs, S, K) with β per run ``coef`` (runs,)."""
         return coef[:, None, None] * entropy_gradient(logits)
 
-
-def mean_entropy(logits: torch.Tensor) -> torch.Tensor:
-    """(runs,) the entropy averaged over contexts, for logits (runs, S, K)."""
-    return entropy(logits).mean(-1)

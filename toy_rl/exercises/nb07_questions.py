@@ -151,16 +151,15 @@ def _pos_one_based(t, epochs, minibatches):
 
 
 def _position_extra(fn):
-    """The practice loop records the same epoch, mini-batch and ratio age for every update."""
-    from ..bandit import BanditConfig
-    from ..practice import Schedule, train
-    run = train(BanditConfig(steps=24), "symmetric", [0], Schedule(epochs=2, minibatches=4))
+    """The bandit's loop records the same epoch, mini-batch and ratio age for every update."""
+    from ..bandit import BanditConfig, Schedule, simulate
+    run = simulate(BanditConfig(steps=24), "symmetric", [0], schedule=Schedule(epochs=2, minibatches=4))
     m = run.metrics
     got = [tuple(int(v) for v in fn(t, 2, 4)) for t in range(24)]
     want = [(int(m["epoch"][0, t]), int(m["minibatch"][0, t]), int(m["ratio_age"][0, t])) for t in range(24)]
     ok = got == want
-    return ok, ("24 updates of a bandit run with 2 epochs of 4 mini-batches: toy_rl.practice.train records the same"
-                if ok else "on a bandit run with 2 epochs of 4 mini-batches, toy_rl.practice.train records other numbers")
+    return ok, ("24 updates of a bandit run with 2 epochs of 4 mini-batches: toy_rl.bandit.simulate records the same"
+                if ok else "on a bandit run with 2 epochs of 4 mini-batches, toy_rl.bandit.simulate records other numbers")
 
 
 # ----------------------------------------------------------------------------- 7.3 sign-aware clip fractions
@@ -354,17 +353,17 @@ def _a_ignores_recompute(t, U, lag, recompute_old):
 
 
 def _async_extra(fn):
-    """The practice loop records the same data and ratio ages."""
-    from ..bandit import BanditConfig
-    from ..practice import Schedule, train
+    """The bandit's loop records the same data and ratio ages."""
+    from ..bandit import BanditConfig, Schedule, simulate
     for recompute in (False, True):
-        run = train(BanditConfig(steps=20), "symmetric", [0], Schedule(minibatches=2, lag=2, recompute_old=recompute))
+        schedule = Schedule(minibatches=2, lag=2, recompute_old=recompute)
+        run = simulate(BanditConfig(steps=20), "symmetric", [0], schedule=schedule)
         m = run.metrics
         got = [tuple(int(v) for v in fn(t, 2, 2, recompute)) for t in range(20)]
-        want = [(int(m["data_age"][0, t]), int(m["ratio_age"][0, t])) for t in range(20)]
+        want = [(int(m["staleness"][0, t]), int(m["ratio_age"][0, t])) for t in range(20)]
         if got != want:
-            return False, f"on a bandit run (2 mini-batches, lag 2, recompute_old={recompute}) toy_rl.practice.train records other ages"
-    return True, "20 updates of two bandit runs (2 mini-batches, lag 2): toy_rl.practice.train records the same ages"
+            return False, f"on a bandit run (2 mini-batches, lag 2, recompute_old={recompute}) toy_rl.bandit.simulate records other ages"
+    return True, "20 updates of two bandit runs (2 mini-batches, lag 2): toy_rl.bandit.simulate records the same ages"
 
 
 # ----------------------------------------------------------------------------- 7.6 the entropy's gradient

@@ -22,11 +22,17 @@ The generator of rollout j used the weights of version max(0, (j − lag)·U); t
 
 r ≡ 1 exactly (BAPO Eq. 8's r, PPO's ratio) wherever the ratio age is 0: every update of a run with U = 1 and
 no lag, the first mini-batch of every rollout otherwise. Clipping can only act where it is not 0.
+
+Rung 1's ``BanditConfig(staleness=k)`` is a schedule too (:func:`schedule_of`): mode "reuse" is
+``Schedule(epochs=k + 1)``, mode "lag" is ``Schedule(lag=k)``. :func:`minibatch` and :func:`recompute_old` cut
+and re-score a sampled batch the way :func:`toy_rl.bandit.simulate` consumes it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from .policy import log_probs
 
 
 @dataclass(frozen=True)
@@ -81,3 +87,37 @@ def position(t: int, schedule: Schedule) -> Position:
     data_age = t - max(0, (j - schedule.lag) * U)
     return Position(j, i // schedule.minibatches, i % schedule.minibatches, data_age,
                     i if schedule.recompute_old else data_age)
+
+
+def schedule_of(config, schedule: Schedule | None = None) -> Schedule:
+    """The schedule a bandit run follows: ``schedule``, or else ``config.staleness`` k read as k + 1 epochs
+    (mode "reuse") or a lag of k (mode "lag")."""
+    if schedule is None:
+        k = config.staleness
+        return Schedule(epochs=k + 1) if config.mode == "reuse" else Schedule(lag=k)
+    if config.staleness != 0:
+        raise ValueError("set the staleness through the Schedule (epochs, minibatches, lag) or config.staleness, "
+                         "not both")
+    if config.group_size % schedule.minibatches:
+        raise ValueError(f"group_size {config.group_size} must be a multiple of minibatches {schedule.minibatches}")
+    return schedule
+
+
+def minibatch(batch, i: int, minibatches: int):
+    """Mini-batch ``i`` of a sampled batch (a :class:`~toy_rl.bandit.answers.BanditBatch`): answers i·g ... (i + 1)·g − 1
+    of every context's group, g = G / minibatches. The advantages were computed on the whole group (as verl and
+    TRL do before splitting)."""
+    g = batch.tokens.shape[2] // minibatches
+    cols = slice(i * g, (i + 1) * g)
+    return batch._replace(**{name: v[:, :, cols] for name, v in batch._asdict().items() if v is not None})
+
+
+def recompute_old(batch, logits, cont_logits=None):
+    """The batch with π_old re-scored by the trainer's current logits (``recompute_old``) instead of the
+    log-probs the sampler recorded."""
+    old = log_probs(logits).gather(-1, batch.tokens)
+    if batch.cont_tokens is None:
+        return batch._replace(old_logp=old)
+    n, S, G, T = batch.cont_tokens.shape
+    cont = log_probs(cont_logits).gather(-1, batch.cont_tokens.reshape(n, S, G * T)).reshape(n, S, G, T)
+    return batch._replace(old_logp=old, cont_old_logp=cont)

@@ -1,7 +1,8 @@
-"""Notebook 07's exercises: each reference solution agrees with the library code it mirrors (toy_rl.practice,
-toy_rl.clipping), and plausible wrong answers outside the mistake lists get the general nudge. (The checkers'
-generic properties — solution right, every listed mistake caught with its hint, stubs not attempted, the code
-never shown, the notebook's cells wired — are tested for every exercise in tests/test_exercises.py.)"""
+"""Notebook 07's exercises: each reference solution agrees with the library code it mirrors (toy_rl.bandit,
+toy_rl.bandit.questions, toy_rl.clipping), and plausible wrong answers outside the mistake lists get the general
+nudge. (The checkers' generic properties — solution right, every listed mistake caught with its hint, stubs not
+attempted, the code never shown, the notebook's cells wired — are tested for every exercise in
+tests/test_exercises.py.)"""
 import pytest
 import torch
 
@@ -9,9 +10,9 @@ from toy_rl import exercises as exr
 from toy_rl.clipping import ClipHigher, Symmetric, policy_loss, token_ratio
 from toy_rl.clipping.loss import token_surrogate
 from toy_rl.exercises import check, solution
-from toy_rl.practice import Schedule, entropy_gradient, position
-from toy_rl.practice.clip_counts import clip_counts
-from toy_rl.practice.negative_branch import gradient_weights, two_sided_surrogate
+from toy_rl.bandit import Schedule, entropy_gradient, position
+from toy_rl.bandit.questions.clip_counts import clip_counts
+from toy_rl.bandit.questions.negative_branch import gradient_weights, two_sided_surrogate
 from toy_rl.synthetic import stale_batch
 
 NAMES = ("surrogate_grad_weight", "minibatch_position", "sign_aware_clip_fractions", "dual_clip_surrogate",

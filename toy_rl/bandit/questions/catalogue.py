@@ -16,22 +16,22 @@ class Question(NamedTuple):
 QUESTIONS = (
     Question("clip-ratio-zero", "why is the clip ratio always 0?",
              ("huggingface/trl#3120", "huggingface/trl#3757"),
-             "toy_rl.practice.on_policy.clip_ratio_experiment", "surrogate_grad_weight"),
+             "toy_rl.bandit.questions.on_policy.clip_ratio_experiment", "surrogate_grad_weight"),
     Question("one-epoch", "does clip_ratio_high do anything with one PPO epoch?",
              ("verl-project/verl#791", "BytedTsinghua-SIA/DAPO#11"),
-             "toy_rl.practice.minibatches.minibatch_experiment", "minibatch_position"),
+             "toy_rl.bandit.questions.minibatches.minibatch_experiment", "minibatch_position"),
     Question("sign-aware", "what does a clip fraction count?",
              ("huggingface/trl#3144", "huggingface/trl#3032"),
-             "toy_rl.practice.clip_counts.clip_count_table", "sign_aware_clip_fractions"),
+             "toy_rl.bandit.questions.clip_counts.clip_count_table", "sign_aware_clip_fractions"),
     Question("dual-clip", "is the negative branch unbounded on stale data, and what does dual-clip do?",
              ("huggingface/trl#6945", "huggingface/trl#3435"),
-             "toy_rl.practice.negative_branch.negative_branch_table", "dual_clip_surrogate"),
+             "toy_rl.bandit.questions.negative_branch.negative_branch_table", "dual_clip_surrogate"),
     Question("one-step-off", "is fully async at staleness 0 on-policy, or one step stale?",
              ("verl-project/verl#4449",),
-             "toy_rl.practice.async_lag.one_step_off_experiment", "async_ages"),
+             "toy_rl.bandit.questions.async_lag.one_step_off_experiment", "async_ages"),
     Question("entropy", "entropy collapses: clip-higher or an entropy bonus?",
              ("huggingface/trl#3320",),
-             "toy_rl.practice.entropy_collapse.entropy_experiment", "entropy_gradient"),
+             "toy_rl.bandit.questions.entropy_collapse.entropy_experiment", "entropy_gradient"),
 )
 
 

@@ -14,12 +14,12 @@ the symmetric rule by a paired t-test per seed (:func:`toy_rl.stats.paired_test`
 """
 from __future__ import annotations
 
-from ..bandit.config import BanditConfig
-from ..clipping import ClipHigher, Symmetric
-from ..stats import paired_test
-from .entropy_bonus import EntropyBonus
-from .loop import train
-from .schedule import Schedule
+from ...clipping import ClipHigher, Symmetric
+from ...stats import paired_test
+from ..config import BanditConfig
+from ..entropy_bonus import EntropyBonus
+from ..schedule import Schedule
+from ..simulate import simulate
 
 VARIANTS = {
     "symmetric": (Symmetric(), EntropyBonus()),
@@ -51,7 +51,7 @@ def entropy_experiment(config: BanditConfig = BanditConfig(preset="trap"), seeds
         ref = None
         for name in names:
             rule, bonus = variants[name]
-            run = runs[s.label(), name] = train(config, rule, seeds, s, bonus)
+            run = runs[s.label(), name] = simulate(config, rule, seeds, schedule=s, bonus=bonus)
             e = endpoints(run)
             ref = ref or e
             row = {k: float(v.mean()) for k, v in e.items()}

@@ -16,9 +16,9 @@ What the logs show then depends on π_old, the denominator of r (Eq. 8):
 """
 from __future__ import annotations
 
-from ..bandit.config import BanditConfig
-from .loop import train
-from .schedule import Schedule
+from ..config import BanditConfig
+from ..schedule import Schedule
+from ..simulate import simulate
 
 SCHEDULES = (Schedule(), Schedule(lag=1), Schedule(lag=1, recompute_old=True),
              Schedule(minibatches=4, lag=1, recompute_old=True))
@@ -31,11 +31,11 @@ def one_step_off_experiment(config: BanditConfig = BanditConfig(), seeds=range(8
     ``updates_clipping`` (share of updates with any token clipped), ``approx_kl`` (k3 KL to π_old, what a
     trainer logs) and ``behaviour_kl`` (to the policy that sampled), and the expected reward averaged over
     training (``mean_reward``) and at the end (``final_reward``)."""
-    runs = {s.label(): train(config, rule, seeds, s) for s in schedules}
+    runs = {s.label(): simulate(config, rule, seeds, schedule=s) for s in schedules}
     rows = {}
     for label, run in runs.items():
         m = run.metrics
-        rows[label] = dict(data_age=float(m["data_age"].mean()), ratio_age=float(m["ratio_age"].mean()),
+        rows[label] = dict(data_age=float(m["staleness"].mean()), ratio_age=float(m["ratio_age"].mean()),
                            clip_frac=float(m["clip_frac"].mean()), updates_clipping=float((m["clip_frac"] > 0).mean()),
                            approx_kl=float(m["approx_kl"].mean()), behaviour_kl=float(m["behaviour_kl"].mean()),
                            mean_reward=float(m["expected_reward"].mean()),

@@ -1,19 +1,19 @@
-"""Notebook 07's experiments (toy_rl.practice), on small settings: the facts each answer rests on hold
+"""Notebook 07's experiments (toy_rl.bandit.questions), on small settings: the facts each answer rests on hold
 exactly, the summary lines follow the numbers, and every figure draws."""
 from dataclasses import replace
 
 import pytest
 import torch
 
-from toy_rl.bandit import BanditConfig
-from toy_rl.practice import QUESTIONS, Schedule, thread_url, views
-from toy_rl.practice.async_lag import is_on_policy, looks_on_policy, one_step_off_experiment
-from toy_rl.practice.clip_counts import clip_count_table, clip_counts
-from toy_rl.practice.entropy_collapse import VARIANTS, best_variant, entropy_experiment
-from toy_rl.practice.minibatches import minibatch_experiment
-from toy_rl.practice.negative_branch import bandit_dual_clip, negative_branch_table, two_sided_gap
-from toy_rl.practice.on_policy import clip_ratio_experiment, gradient_at_ratio_one
-from toy_rl.practice.summary import answers
+from toy_rl.bandit import BanditConfig, Schedule
+from toy_rl.bandit.questions import QUESTIONS, thread_url, views
+from toy_rl.bandit.questions.async_lag import is_on_policy, looks_on_policy, one_step_off_experiment
+from toy_rl.bandit.questions.clip_counts import clip_count_table, clip_counts
+from toy_rl.bandit.questions.entropy_collapse import VARIANTS, best_variant, entropy_experiment
+from toy_rl.bandit.questions.minibatches import minibatch_experiment
+from toy_rl.bandit.questions.negative_branch import bandit_dual_clip, negative_branch_table, two_sided_gap
+from toy_rl.bandit.questions.on_policy import clip_ratio_experiment, gradient_at_ratio_one
+from toy_rl.bandit.questions.summary import answers
 
 SMALL = BanditConfig(steps=40)
 SEEDS = range(3)

@@ -1,12 +1,12 @@
 """Notebook 07's figures: each builds its own ``matplotlib.figure.Figure`` (see :mod:`toy_rl.plotting`) from
-what an experiment of :mod:`toy_rl.practice` returned, and returns it. They only draw."""
+what an experiment of :mod:`toy_rl.bandit.questions` returned, and returns it. They only draw."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ..plotting import band, colour_of, smooth
+from ...plotting import band, colour_of, smooth
 from .negative_branch import gradient_weights
 
 SERIES = ("0.1", "tab:blue", "tab:purple", "tab:red", "tab:orange", "tab:brown", "tab:green")
@@ -53,7 +53,7 @@ def minibatch_figure(out: dict, rules=("symmetric", "clip-higher"), window: int 
 
 
 def clip_counts_figure(rows: dict, rule: str = "symmetric") -> Figure:
-    """Question 3: the four counts of :func:`toy_rl.practice.clip_counts.clip_counts` against the drift."""
+    """Question 3: the four counts of :func:`toy_rl.bandit.questions.clip_counts.clip_counts` against the drift."""
     mine = {k: r for k, r in rows.items() if k.startswith(rule + " ")}
     drifts = [k.rsplit(" ", 1)[1] for k in mine]
     keys = (("out_of_bounds", "outside [c_low, c_high], sign-blind"),
