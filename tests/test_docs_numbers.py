@@ -231,3 +231,18 @@ def test_the_rung2_partial_rollout_numbers_follow_from_the_committed_runs():
     assert (f"smallest p_holm {best['p_holm_auc_accuracy']:.2g}, BAPO against its own mean bounds held fixed, "
             f"{100 * best['diff_auc_accuracy']:+.1f} points") in flat
     assert {v.status for v in comparison_checks(result)} == {"inconclusive"}
+
+
+def test_the_rung3_comparison_reads_back_from_results_in_its_regime():
+    """Notebook 06's comparison where negatives dominate reads results/smollm2-135m-search-hard-warm (issue 26):
+    every logged run made its 40 updates, seeds are paired from 0, BAPO's search moves (the regime line)."""
+    from toy_rl.arithmetic.comparison import from_logs
+    from toy_rl.arithmetic.views import comparison_view
+    result = from_logs(ROOT / "results" / "smollm2-135m-search-hard-warm")
+    assert result["scenario"] == "reuse-2" and result["gate"]["regime"] == "negatives-dominate"
+    for rule, seeds in result["runs"].items():
+        assert [r[0]["seed"] for r in seeds] == list(range(len(seeds))), rule
+        assert all(r[-1]["step"] == 40 and r[-1].get("final") for r in seeds), rule
+    fig, drawn = comparison_view(result, rung="Rung 3")
+    assert f"{len(result['seeds'])} seeds × 40 updates; regime negatives-dominate" in fig.get_suptitle()
+    assert set(drawn) == set(result["runs"]) & {"symmetric", "clip-higher", "bapo", "fixed@bapo-mean"}

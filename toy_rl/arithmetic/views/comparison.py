@@ -20,8 +20,10 @@ from ...plotting import band, colour_of, paired_differences
 CURVES = ("symmetric", "clip-higher", "bapo", "fixed[0.6,1.2]", MEAN_BOUNDS, "fixed[0.8,2.0]")
 
 
-def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy"):
-    """The figure and {rule: final mean accuracy} of the drawn curves."""
+def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy", rung: str = "Rung 2"):
+    """The figure and {rule: final mean accuracy} of the drawn curves. Reads rung 3's comparisons too
+    (:func:`toy_rl.lm.comparison.compare`, or one read back with :func:`~toy_rl.arithmetic.comparison.from_logs`):
+    ``rung`` heads the title."""
     runs, rows = result["runs"], result["rows"]
     fig = Figure(figsize=(15, 4.2), layout="constrained")
     ax_acc, ax_bounds, ax_diff = fig.subplots(1, 3, width_ratios=(1.2, 1.0, 1.0))
@@ -47,6 +49,8 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy")
     paired_differences(ax_diff, rows, endpoint, "BAPO − rule, accuracy averaged over training")
     ax_diff.set(title="paired by seed, 95% interval\n(filled: p_holm < 0.05)")
     gate = result.get("gate") or {}
-    fig.suptitle(f"Rung 2, preset {result['preset']!r}: {len(result['seeds'])} seeds × {result['steps']} {unit}s; "
+    steps = result.get("steps") or max(r[-1]["step"] for seed_runs in runs.values() for r in seed_runs)
+    what = result.get("preset", result.get("task"))
+    fig.suptitle(f"{rung}, {what!r}: {len(result['seeds'])} seeds × {steps} {unit}s; "
                  f"regime {gate.get('regime', 'not measured')}", fontsize=11)
     return fig, drawn
