@@ -32,7 +32,7 @@ import random
 import torch
 
 from ..advantages import group_advantages
-from ..clipping import make_rule
+from ..clipping import as_rule, make_rule
 from ..rl.config import RLConfig
 from ..rl.loop import make_optimizer, update
 from ..rl.rollout import Answer, Group, make_batch
@@ -76,7 +76,7 @@ def one_update(policy, task, rule="bapo", staleness: int = 2, prompts: int = 4, 
                max_new_tokens: int | None = None, lr: float = 1e-3, seed: int = 0, verbose: bool = True) -> dict:
     """Steps 1-8 once, then the library's :func:`toy_rl.rl.loop.update` on a copy of the policy as it stood
     before step 8: returns {"loss", "library_loss", "c_low", "c_high", "reward_mean"}."""
-    rule = make_rule(rule) if isinstance(rule, str) else rule
+    rule = as_rule(rule)
     say = print if verbose else (lambda *a: None)
     max_new_tokens = max_new_tokens or task.max_answer_chars + 1
     generator = torch.Generator(device=policy.device).manual_seed(seed)

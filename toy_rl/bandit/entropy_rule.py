@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..clipping import clipped_mask, make_rule, policy_loss_runs
+from ..clipping import as_rule, clipped_mask, make_rule, policy_loss_runs
 from ..clipping.loss import LOG_RATIO_CLAMP
 from .policy import entropy, log_probs
 from .quadrants import QUADRANTS, entropy_shares, quadrant_of, split_by_quadrant
@@ -315,7 +315,7 @@ def explain_update(logits, behaviour_logits, advantages, rule="symmetric", eta: 
     if not (z.shape == zb.shape == adv.shape) or z.shape[1] < 2:
         raise ValueError(f"logits, behaviour_logits and advantages must be (K,) with K >= 2; got "
                          f"{tuple(z.shape)}, {tuple(zb.shape)}, {tuple(adv.shape)}")
-    rule = make_rule(rule) if isinstance(rule, str) else rule
+    rule = as_rule(rule)
     inst = Instances(z, zb, adv, adv, torch.zeros(1, dtype=torch.long), torch.zeros(1, dtype=torch.float64))
     with single_thread():
         cg = clipped_gradient(inst, rules={RULE_NAMES[0]: rule})

@@ -56,7 +56,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..clipping import clipped_mask, make_rule
+from ..clipping import as_rule, clipped_mask
 from ..clipping.loss import LOG_RATIO_CLAMP, clamped_log_ratio, token_ratio
 from ..rl.config import rule_label
 from ..rl.diagnostics import START, start_balance
@@ -129,7 +129,7 @@ def simulate(config: BanditConfig = BanditConfig(), rule="symmetric", seeds=rang
         bonus: an entropy bonus (:class:`~toy_rl.bandit.entropy_bonus.EntropyBonus`); the default adds none.
         dual_clip: c > 1 caps the loss of A < 0 tokens at c·|A|; None: off.
     """
-    rule = make_rule(rule) if isinstance(rule, str) else rule
+    rule = as_rule(rule)
     seeds = check_seeds(seeds)
     schedule = schedule_of(config, schedule)
     with single_thread():

@@ -21,6 +21,17 @@ def make_rule(name: str):
     return RULE_CLASSES[name]()
 
 
+def as_rule(rule):
+    """The rule object for ``rule``: a name (:func:`make_rule`) or a rule object itself (anything with ``.name``
+    and ``.bounds()``). The one place a rule's name becomes a rule: callers that take either pass it through here."""
+    if isinstance(rule, str):
+        return make_rule(rule)                # unknown name -> ValueError naming the choices
+    if isinstance(getattr(rule, "name", None), str) and callable(getattr(rule, "bounds", None)):
+        return rule
+    raise ValueError(f"rule must be a clipping rule: one of {sorted(RULES)} or an object with .name and .bounds() "
+                     f"(e.g. BAPO(rho0=0.5)); got {rule!r}")
+
+
 __all__ = ["Symmetric", "ClipHigher", "BAPO", "FixedBounds", "Bounds", "ClippingRule", "policy_loss", "policy_loss_runs",
-           "token_ratio", "token_weights", "aggregate", "clipped_mask", "make_rule", "RULES",
+           "token_ratio", "token_weights", "aggregate", "clipped_mask", "make_rule", "as_rule", "RULES",
            "RULE_CLASSES"]

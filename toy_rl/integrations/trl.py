@@ -42,7 +42,7 @@ import warnings
 import torch
 from trl import GRPOTrainer
 
-from toy_rl.clipping import make_rule
+from toy_rl.clipping import as_rule
 from toy_rl.clipping.loss import clamped_log_ratio, clipped_mask
 
 from .verl_core import compute_policy_loss
@@ -91,9 +91,7 @@ class ClippingGRPOTrainer(GRPOTrainer):
 
     def __init__(self, *args, rule, **kwargs):
         super().__init__(*args, **kwargs)
-        self.rule = make_rule(rule) if isinstance(rule, str) else rule
-        if not hasattr(self.rule, "bounds"):
-            raise ValueError(f"rule must be a toy_rl clipping rule or its name; got {rule!r}")
+        self.rule = as_rule(rule)                   # a name or a rule; anything else is a ValueError
         problems = unsupported_settings(self)
         if problems:
             raise ValueError("ClippingGRPOTrainer does not support " + ", ".join(problems))

@@ -22,23 +22,13 @@ import re
 from dataclasses import dataclass
 
 from ..advantages import ADVANTAGES
-from ..clipping import BAPO, RULE_CLASSES, RULES, make_rule
+from ..clipping import BAPO, RULE_CLASSES, RULES, as_rule
 from ..clipping.checks import AGGREGATIONS
 from ..clipping.rules import ClipHigher, FixedBounds, FixedRule, Symmetric
 from .sources import MODES
 
 
 # ------------------------------------------------------------------------------------------------ rules
-
-def as_rule(rule):
-    """The rule object for ``rule``: a name ("symmetric", "clip-higher", "bapo") or a rule object itself."""
-    if isinstance(rule, str):
-        return make_rule(rule)                # unknown name -> ValueError naming the choices
-    if isinstance(getattr(rule, "name", None), str) and callable(getattr(rule, "bounds", None)):
-        return rule
-    raise ValueError(f"rule must be one of {sorted(RULES)} or a rule object with .name and .bounds() "
-                     f"(e.g. BAPO(rho0=0.5)); got {rule!r}")
-
 
 def _plain(value):
     """A JSON value for a rule parameter: tuples become lists (as JSON reads them back)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...clipping import make_rule
+from ...clipping import as_rule
 from ..answers import sample_batch
 from ..config import BanditConfig
 from ..policy import log_probs
@@ -58,7 +58,7 @@ def gradient_at_ratio_one(config: BanditConfig = BanditConfig(), seed: int = 0, 
     task = make_task(config.preset, config.n_tokens, config.n_contexts, config.task_seed, config.torch_dtype)
     z = task.init_logits[None].clone()
     batch = sample_batch(task, z, [seed], 0, config.group_size, config.advantage)
-    grad = surrogate_gradient(z, batch, make_rule(rule) if isinstance(rule, str) else rule)[0]
+    grad = surrogate_gradient(z, batch, as_rule(rule))[0]
     logp = log_probs(z).gather(-1, batch.tokens)
     zz = z.clone().requires_grad_(True)
     pg = config.n_contexts * (batch.advantages * log_probs(zz).gather(-1, batch.tokens)).mean()
