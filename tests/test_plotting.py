@@ -99,3 +99,15 @@ def test_views_only_draw(name):
             if callable(obj)}
     assert not used & COMPUTES, f"{name} imports {used & COMPUTES}"
     assert len(inspect.getsource(mod).splitlines()) < 400
+
+
+def test_markers_of_coinciding_lines_sit_at_different_points():
+    from matplotlib.figure import Figure
+    from toy_rl.plotting import MARKERS, band
+    ax = Figure().subplots()
+    values = np.tile(np.linspace(0, 1, 40), (3, 1))          # three rules on exactly the same curve
+    for i in range(3):
+        band(ax, np.arange(40), values, f"C{i}", marker=MARKERS[i])
+    marked = [set(np.arange(40)[line.get_markevery()[0]::line.get_markevery()[1]]) for line in ax.get_lines()]
+    assert all(len(m) >= 7 for m in marked)
+    assert not (marked[0] & marked[1]) and not (marked[1] & marked[2]) and not (marked[0] & marked[2])

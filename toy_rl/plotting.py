@@ -63,15 +63,24 @@ RANGES = {"accuracy": (0, 1), "reward_mean": (0, 1), "rho": (0, 1), "clip_frac":
 MARKERS = ("o", "s", "^", "D", "v", "P")   # one per line of a panel, so that lines drawn on top of each other show
 
 
+def mark_every(line: int, points: int, marks: int = 8) -> tuple[int, int]:
+    """matplotlib's ``markevery`` for the ``line``-th line of a panel: about ``marks`` markers, each line starting a
+    third of the spacing after the one before, so that the markers of coinciding lines do not cover each other."""
+    every = max(1, points // marks)
+    return line * every // 3 % every, every
+
+
 def band(ax, x, values, colour, label=None, window: int = 1, ls="-", limits=None, marker=None):
     """Draw the mean over seeds (axis 0 of ``values``, (seeds, points)) and its 95% Student-t band
     (:func:`toy_rl.stats.confidence_band`), each seed smoothed over ``window`` points first; returns the mean.
     ``limits``: (low, high) the quantity cannot leave (None: open), the band is cut to it (:data:`RANGES`);
-    ``marker``: drawn at about 8 points of the line, so that coinciding lines stay visible."""
+    ``marker``: drawn at about 8 points of the line, so that coinciding lines stay visible; each marker of
+    :data:`MARKERS` starts at its own offset, so that the markers of coinciding lines do not cover each other."""
     mean, lo, hi = confidence_band(smooth(values, window))
     if limits is not None:
         lo, hi = np.clip(lo, *limits), np.clip(hi, *limits)
-    extra = dict(marker=marker, markevery=max(1, len(mean) // 8), markersize=4) if marker else {}
+    extra = dict(marker=marker, markevery=mark_every(MARKERS.index(marker) if marker in MARKERS else 0, len(mean)),
+                 markersize=4) if marker else {}
     ax.plot(x, mean, ls, color=colour, lw=1.8, label=label, **extra)
     ax.fill_between(x, lo, hi, color=colour, alpha=0.2, lw=0)
     return mean

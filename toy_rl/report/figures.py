@@ -166,11 +166,11 @@ def _arithmetic_rules(smoke: bool, runs: Path, progress: bool, model=None):
 
 
 def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
-    from ..arithmetic.views import rule_bands
+    from ..arithmetic.views.training import KEY_PANELS, rule_bands
     results, source, note = arithmetic_runs(runs, "scratchpad", (), partial=PARTIAL_BUDGET, smoke=smoke,
                                             progress=progress)
     scenario = f"partial-{PARTIAL_BUDGET}"
-    fig, means = rule_bands(results, scenario)
+    fig, means = rule_bands(results, scenario, KEY_PANELS)
     return fig, dict(
         what=(f"Rung 2 under partial rollout: at most {PARTIAL_BUDGET} new tokens per answer per step, unfinished "
               "answers resumed by the next policy, so one answer mixes policy versions; the three rules, 95% bands "

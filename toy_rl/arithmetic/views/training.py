@@ -24,6 +24,8 @@ RULE_PANELS = (("accuracy", "held-out accuracy (greedy)", 1), ("reward_mean", "s
                ("entropy", "entropy (nats / token)", 10), ("rho", "ρ: positive share of the loss", 10),
                ("bounds", "ratio bounds", 10), ("clip_frac_low", "clip fraction low (r<c_low, A<0)", 10),
                ("clip_frac_high", "clip fraction high (r>c_high, A>0)", 10), ("grad_norm", "gradient norm", 10))
+# The key figure of a comparison: what it learns, what it keeps of entropy, who dominates the loss, the bounds.
+KEY_PANELS = tuple(p for p in RULE_PANELS if p[0] in ("accuracy", "entropy", "rho", "bounds"))
 # Which tokens each rule clips, beside what it learns: the four panels of notebook 04's staleness slider.
 CLIP_PANELS = (("accuracy", "held-out accuracy (greedy)", 1), ("clip_frac_low", "clip fraction low (r<c_low, A<0)", 10),
                ("clip_frac_high", "clip fraction high (r>c_high, A>0)", 10), ("rho", "ρ: positive share of the loss", 10))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 
-from ...plotting import MARKERS, RULE_NAMES, colour_of, smooth
+from ...plotting import MARKERS, RULE_NAMES, colour_of, mark_every, smooth
 from ...verdicts import RHO0
 from ..measures import average, curve_of, group_runs, mean_curve, volatility
 from ..run import binomial_se
@@ -83,7 +83,7 @@ def rules_view(runs: list[dict], staleness: int, panels=("accuracy", "entropy", 
                 if panel != "accuracy":
                     y = smooth(y, window)
                 ax.plot(x, y, ("--" if j == 0 and len(names) > 1 else "-"), color=colour,
-                        marker=MARKERS[i % len(MARKERS)], markevery=1 if panel == "accuracy" else max(1, len(x) // 8),
+                        marker=MARKERS[i % len(MARKERS)], markevery=1 if panel == "accuracy" else mark_every(i, len(x)),
                         ms=4, label=rule if j == len(names) - 1 else None)     # a marker each: coinciding lines show
         means[rule] = dict(seeds=len(ss), final_accuracy=average(ss, "final_accuracy"))
         for key in ("entropy", "rho", "c_low", "c_high", "clip_frac_low", "clip_frac_high", "grad_norm"):
