@@ -16,10 +16,10 @@ sweep), :mod:`toy_rl.arithmetic.measures` (one number per seed and the tables), 
 from .batches import budget_callback, clip_callback, clip_view, version_map
 from .comparison import comparison_view
 from .live import live_summary, live_view, live_widget
-from .training import (CLIP_PANELS, PARTIAL_PANELS, RULE_PANELS, SCENARIO_PANELS, accuracy_vs_groups, entropy_check_view,
+from .training import (CLIP_PANELS, KEY_PANELS, PARTIAL_PANELS, RULE_PANELS, SCENARIO_PANELS, accuracy_vs_groups, entropy_check_view,
                        length_view, partial_curves, rule_bands, rules_callback, scenario_bands, warmstart_view)
 
 __all__ = ["budget_callback", "clip_callback", "clip_view", "version_map", "comparison_view", "live_summary",
-           "live_view", "live_widget", "CLIP_PANELS", "PARTIAL_PANELS", "RULE_PANELS",
+           "live_view", "live_widget", "CLIP_PANELS", "KEY_PANELS", "PARTIAL_PANELS", "RULE_PANELS",
            "SCENARIO_PANELS", "accuracy_vs_groups", "entropy_check_view", "length_view", "partial_curves",
            "rule_bands", "rules_callback", "scenario_bands", "warmstart_view"]
