@@ -188,7 +188,7 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
     c = RUNG3_SMOKE if smoke else RUNG3
     k = max(c["stalenesses"]) if smoke else FOCUS
     results, note = lora_runs(runs, (k,), c["seeds"], smoke=smoke, progress=progress, model=model)
-    fig, means = rules_view(run_summaries(results), k)
+    fig, means = rules_view(run_summaries(results), k, panels=("accuracy", "entropy", "rho", "bounds"))
     return fig, dict(
         what=(f"Rung 3, LoRA RL on {'SmolLM2-135M-Instruct' if model is None else 'a test model'} (2-digit "
               f"addition, 3-shot prompt) at staleness {k}, the "

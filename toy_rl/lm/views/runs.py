@@ -68,10 +68,12 @@ def rules_view(runs: list[dict], staleness: int, panels=("accuracy", "entropy", 
     unknown = [p for p in panels if p not in PANELS]
     if unknown:
         raise ValueError(f"unknown panel(s) {unknown}; choose from {list(PANELS)}")
-    cols = min(3, len(panels))
+    cols = 2 if len(panels) == 4 else min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
     fig = Figure(figsize=(5 * cols, 3.3 * rows), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     means = {}
     for i, rule in enumerate(present):
         ss = groups[staleness, rule]
