@@ -299,6 +299,10 @@ def test_collect_finished_copies_an_experiment_still_training_as_far_as_it_got(t
     written = collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"}, finished=True, skipped=skipped)
     assert [p.name for p in written] == ["seed0"] and skipped == [(running, 1), (started, 0)]
     assert not (tmp_path / "results" / "exp" / "on-policy" / "bapo" / "seed1").exists()
+    landed = tmp_path / "results" / "exp" / "on-policy" / "symmetric" / "seed0"   # landed by an earlier session
+    shutil.copytree(tmp_path / "results" / "exp" / "on-policy" / "bapo" / "seed0", landed)
+    written = collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"}, finished=True)
+    assert [p.name for p in written] == ["seed0"] and (landed / "metrics.jsonl").exists()
     (running / "metrics.jsonl").write_text(GOOD[1] + "\n")                         # update 0 missing: damage
     with pytest.raises(ValueError, match="record 1"):
         collect(tmp_path / "runs", tmp_path / "results", {"exp": "make it"}, finished=True)

@@ -73,7 +73,8 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None, finished=Fa
     names of some experiments: just those are replaced, the rest of ``dest`` is left as it is. ``finished``: an
     experiment still training is collected as far as it got: a run whose log is a clean start without its final
     record (:func:`~toy_rl.rl.logbook.updates_so_far`) is left out and appended to ``skipped`` as (folder,
-    updates logged); a damaged one is still refused."""
+    updates logged); a damaged one is still refused. With ``finished`` the runs already in ``dest`` that ``src``
+    does not hold finished are kept (a comparison lands a few runs a session, perhaps from another machine)."""
     src, dest = Path(src), Path(dest)
     unknown = sorted(set(only or ()) - set(experiments))
     if unknown:
@@ -95,10 +96,14 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None, finished=Fa
     if only is None:
         tops = {name.split("/")[0] for name in experiments}
         for old in [p for p in dest.glob("*") if p.is_dir()]:     # a fresh copy: no run left from an older list
-            if old.name not in tops or any((dest / name) == old for name in experiments):
+            if old.name not in tops or (not finished and any((dest / name) == old for name in experiments)):
                 shutil.rmtree(old)
     for name in chosen:
-        shutil.rmtree(dest / name, ignore_errors=True)
+        if finished:     # trained across sessions (a fresh machine's runs/ lacks the runs landed before): merge
+            for folder in [f for f in run_folders(src / name) if f not in left_out]:
+                shutil.rmtree(dest / folder.relative_to(src), ignore_errors=True)
+        else:
+            shutil.rmtree(dest / name, ignore_errors=True)
     written = []
     for name in chosen:
         for folder in [f for f in run_folders(src / name) if f not in left_out]:
