@@ -181,14 +181,14 @@ def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
 
 def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
     from ..experiments import run_summaries
-    from ..lm.views import rules_view
+    from ..lm.views.runs import KEY_PANELS, rules_view
     missing = llm_missing() if model is None else None
     if missing:
         raise Unavailable(missing)
     c = RUNG3_SMOKE if smoke else RUNG3
     k = max(c["stalenesses"]) if smoke else FOCUS
     results, note = lora_runs(runs, (k,), c["seeds"], smoke=smoke, progress=progress, model=model)
-    fig, means = rules_view(run_summaries(results), k, panels=("accuracy", "entropy", "rho", "bounds"))
+    fig, means = rules_view(run_summaries(results), k, panels=KEY_PANELS)
     return fig, dict(
         what=(f"Rung 3, LoRA RL on {'SmolLM2-135M-Instruct' if model is None else 'a test model'} (2-digit "
               f"addition, 3-shot prompt) at staleness {k}, the "

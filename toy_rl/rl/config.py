@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..advantages import ADVANTAGES
-from ..clipping import BAPO, RULE_CLASSES, RULES, as_rule
+from ..clipping import BAPO, RULE_CLASSES, as_rule
 from ..clipping.checks import AGGREGATIONS
 from ..clipping.rules import ClipHigher, FixedBounds, FixedRule, Symmetric
 from .sources import MODES

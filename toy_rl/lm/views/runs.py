@@ -25,6 +25,8 @@ PANELS = {   # name -> (curve names, y label)
     "grad_norm": (("grad_norm",), "gradient norm (before clipping to 1)"),
 }
 
+KEY_PANELS = ("accuracy", "entropy", "rho", "bounds")    # a comparison's key figure: what it learns and why
+
 
 def run_figure(summary: dict, eval_size: int = 100, window: int = 5):
     """One run: held-out accuracy (±1 binomial standard error), batch reward, entropy, gradient norm.
