@@ -246,3 +246,32 @@ def test_the_rung3_comparison_reads_back_from_results_in_its_regime():
     fig, drawn = comparison_view(result, rung="Rung 3")
     assert f"{len(result['seeds'])} seeds × 40 updates; regime negatives-dominate" in fig.get_suptitle()
     assert set(drawn) == set(result["runs"]) & {"symmetric", "clip-higher", "bapo", "fixed@bapo-mean"}
+
+
+def _minus(x: float, fmt: str) -> str:
+    """A signed number as the docs print it: a true minus sign."""
+    return format(x, fmt).replace("-", "−")
+
+
+def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
+    """docs/findings.md, rung 3, "The comparison, under way": how many of the 20 runs results/ holds, the regime and
+    each rule's accuracy averaged over training, BAPO − rule with its 95 % CI and p_holm, claim 5's status, recomputed;
+    README.md's count of runs in (issue 26)."""
+    from toy_rl.arithmetic.comparison import comparison_checks, from_logs
+    result = from_logs(ROOT / "results" / "smollm2-135m-search-hard-warm")
+    g, rows = result["gate"], result["rows"]
+    flat = " ".join(FINDINGS.read_text().split())
+    runs = sum(r["seeds"] for r in rows)
+    assert f"holds {runs} of the 20 runs (" + ", ".join(f"{r['rule']} {r['seeds']}" for r in rows) + ")" in flat
+    assert (f"ρ before the search below ρ0 in {100 * g['rho_below_target_frac']:.0f} % of BAPO's {g['updates']:,} "
+            f"updates, bounds moved in {100 * g['search_moved_frac']:.0f} %, mean bounds [{g['c_low_mean']:.2f}, "
+            f"{g['c_high_mean']:.2f}]") in flat
+    assert "accuracy averaged over training " + ", ".join(f"{r['rule']} {r['auc_accuracy']:.3f}" for r in rows) in flat
+    for r in rows[1:]:
+        assert (f"BAPO − {r['rule']} {_minus(100 * r['diff_auc_accuracy'], '+.1f')} points "
+                f"[{_minus(100 * r['diff_auc_accuracy_lo'], '+.1f')}, {_minus(100 * r['diff_auc_accuracy_hi'], '+.1f')}], "
+                f"p_holm {r['p_holm_auc_accuracy']:.2g}") in flat, r["rule"]
+    claim5 = comparison_checks(result)[0]
+    assert claim5.claim == 5 and f"**claim 5 {claim5.status} so far**" in flat
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"{runs} of its 20 runs are in" in readme
