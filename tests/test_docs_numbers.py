@@ -257,7 +257,8 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
     """docs/findings.md, rung 3, "The comparison, under way": how many of the 20 runs results/ holds, the regime and
     each rule's accuracy averaged over training, BAPO − rule with its 95 % CI and p_holm, claim 5's status, recomputed;
     README.md's count of runs in (issue 26)."""
-    from toy_rl.arithmetic.comparison import comparison_checks, from_logs
+    from toy_rl.arithmetic.comparison import from_logs
+    from toy_rl.lm.comparison import comparison_checks
     result = from_logs(ROOT / "results" / "smollm2-135m-search-hard-warm")
     g, rows = result["gate"], result["rows"]
     flat = " ".join(FINDINGS.read_text().split())

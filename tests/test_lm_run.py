@@ -419,7 +419,7 @@ def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, t
         return dict(task="search", scenario="reuse-2", seeds=list(seeds), steps=1, rows=[], seeds_for_3_points=None)
 
     monkeypatch.setattr(comparison, "compare", fake_compare)
-    monkeypatch.setattr("toy_rl.arithmetic.comparison.comparison_verdicts", lambda result: [])
+    monkeypatch.setattr(comparison, "comparison_verdicts", lambda result: [])
     assert main(["lora", "--controls", "--rule", "symmetric", "bapo", "--staleness", "2", "--seeds", "2",
                  "--task", "search", "--json", "--out", str(tmp_path)]) == 0
     assert sorted(seen["rules"]) == ["bapo", "symmetric"] and seen["seeds"] == [0, 1] and seen["staleness"] == 2

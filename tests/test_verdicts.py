@@ -177,3 +177,20 @@ def test_rung3_verdicts_follow_paired_tests_and_name_the_regime():
     assert not any("brought ρ to ρ0" in t.what for t in v[4].tests) and v[5].tests[0].a == "BAPO"
     assert v[4].regime.startswith("regime negatives-dominate")
     assert claim_verdicts(good) == [verdict_line(x) for x in claim_checks(good)]
+
+
+def test_one_grid_cell_neither_supports_nor_contradicts_and_the_card_still_finds_the_deciding_test():
+    """A comparison run in one cell of its declared grid (rung 3) is at most "partly supported" (protocol §7a)."""
+    from toy_rl.card import deciding_test
+    from toy_rl.verdicts import one_grid_cell
+    up, down, flat = shifted(0.05), shifted(-0.05), shifted(0.0, noise=0.02)
+    verdicts = judge([Claim(1, "x", [paired("m", "a", up, "b", BASE, ">")]),
+                      Claim(2, "y", [paired("m", "a", up, "b", BASE, "<"), paired("n", "a", shifted(0.01), "b", BASE, "<")]),
+                      Claim(3, "z", [paired("m", "a", flat, "b", BASE, ">")])])
+    assert [v.status for v in verdicts] == ["supported", "contradicted", "inconclusive"]
+    one = one_grid_cell(verdicts, "lr 3e-4 only")
+    assert [v.status for v in one] == ["partly supported: in the one grid cell run (lr 3e-4 only)",
+                                       "contradicted: in the one grid cell run (lr 3e-4 only)", "inconclusive"]
+    assert [(v.tests, v.n_for, v.n_against) for v in one] == [(v.tests, v.n_for, v.n_against) for v in verdicts]
+    assert deciding_test(one[1]) is max(verdicts[1].tests, key=lambda t: abs(t.diff))      # the largest against
+    assert "CONTRADICTED: in the one grid cell run" in verdict_line(one[1])

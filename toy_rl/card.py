@@ -24,9 +24,10 @@ def deciding_test(v):
         return None
     against = [t for t in tested if t.outcome() == "against"]
     ahead = [t for t in tested if t.outcome() == "for"]
-    if v.status == "contradicted" and against:
+    word = v.status.split(":")[0]
+    if word == "contradicted" and against:
         return max(against, key=lambda t: abs(t.diff))
-    if v.status == "supported" and ahead:
+    if word == "supported" and ahead:
         return min(ahead, key=lambda t: abs(t.diff))
     if ahead:
         return max(ahead, key=lambda t: abs(t.diff))

@@ -303,6 +303,21 @@ def across(statuses: list[str]) -> str:
     return "inconclusive"
 
 
+def one_grid_cell(verdicts: list[Verdict], cell: str) -> list[Verdict]:
+    """The verdicts of a comparison run in one cell of its robustness grid only (docs/protocol.md §7a: a claim is
+    supported only if every cell of the grid declared before running supports it). One cell can neither support nor
+    contradict a claim across the grid, so "supported" reads "partly supported: in the one grid cell run (cell)"
+    and "contradicted" reads "contradicted: in the one grid cell run (cell)", as :func:`across` counts cells; every
+    other verdict is unchanged. ``cell``: which cell ran and which did not, in words."""
+    out = []
+    for v in verdicts:
+        if v.status in ("supported", "contradicted"):
+            word = "partly supported" if v.status == "supported" else "contradicted"
+            v = replace(v, status=f"{word}: in the one grid cell run ({cell})")
+        out.append(v)
+    return out
+
+
 def verdict_line(v: Verdict) -> str:
     """'claim n (text): STATUS — k for, j against, of m paired tests (Holm across the rung's claims):
     direction. regime. detail' — one line per claim, as notebooks and reports print them."""

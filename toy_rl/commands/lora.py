@@ -164,9 +164,9 @@ def _baseline_and_runs(args, specs, model, task, eval_size, load, say):
 
 def _controls(args, task, seeds, out, progress, kw) -> int:
     """``--controls``: :func:`toy_rl.lm.comparison.compare` in the one cell, then its table, regime and verdicts."""
-    from ..arithmetic.comparison import comparison_verdicts, format_rows, gate_line
+    from ..arithmetic.comparison import format_rows, gate_line
     from ..experiments.controls import control_rules
-    from ..lm.comparison import compare
+    from ..lm.comparison import compare, comparison_verdicts
     rules = None                                  # every control; --rule naming rules: a cheaper comparison
     if not getattr(args, "_all_rules", True):
         rules = {k: v for k, v in control_rules().items() if k in args.rule}

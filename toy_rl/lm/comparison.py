@@ -9,8 +9,10 @@ The same design as rung 2's (:mod:`toy_rl.arithmetic.comparison`, docs/protocol.
 mean bounds; seed k of every rule starts from the same model (and the task's cached LoRA warm start) and draws the
 same first rollout, so the tests pair runs by seed. Endpoints, declared before running: ``auc_accuracy``
 (primary: held-out accuracy averaged over training) and ``final_accuracy`` (reported); claims 5 and 6 judged on
-the primary one with :func:`~toy_rl.arithmetic.comparison.comparison_checks`, whose Holm family gives the
-table's p_holm too.
+the primary one as rung 2's (:func:`~toy_rl.arithmetic.comparison.comparison_checks`, whose Holm family gives the
+table's p_holm too), in one cell of the step-size grid of docs/protocol.md §7a only (:func:`comparison_checks`:
+the preset's step; its half and double, another ~40 hours of one CPU core, are not run), so no claim is called
+supported or contradicted here across the grid.
 
 Runs go through the one runner (``<out>/<model>-<task>/<scenario>/<rule>/seed<k>``, resumable), so the
 comparison is made on a GPU (`toy-rl lora --task search-warm --controls --staleness 2 --seeds 10 --device cuda`)
@@ -26,6 +28,21 @@ from ..experiments.layout import scenario_of
 from ..experiments.runner import read_back
 from ..experiments.compare import paired_seeds, reference_first
 from ..arithmetic.comparison import REFERENCE, realised_bounds, run_all, summarised
+from ..arithmetic.comparison import comparison_checks as rung2_checks
+from ..verdicts import one_grid_cell, verdict_line
+
+CELL = "the preset's step size; its half and double not run"
+
+
+def comparison_checks(result: dict) -> list:
+    """Rung 3's verdicts on claims 5 and 6: rung 2's (:func:`toy_rl.arithmetic.comparison.comparison_checks`), in
+    the one cell of the step-size grid that ran (:func:`toy_rl.verdicts.one_grid_cell`)."""
+    return one_grid_cell(rung2_checks(result), CELL)
+
+
+def comparison_verdicts(result: dict) -> list[str]:
+    """:func:`comparison_checks` as the lines notebooks and commands print."""
+    return [verdict_line(v) for v in comparison_checks(result)]
 
 
 def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
