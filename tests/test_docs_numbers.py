@@ -244,7 +244,10 @@ def test_the_rung3_comparison_reads_back_from_results_in_its_regime():
         assert [r[0]["seed"] for r in seeds] == list(range(len(seeds))), rule
         assert all(r[-1]["step"] == 40 and r[-1].get("final") for r in seeds), rule
     fig, drawn = comparison_view(result, rung="Rung 3")
-    assert f"{len(result['seeds'])} seeds × 40 updates; regime negatives-dominate" in fig.get_suptitle()
+    counts = [f"{rule} {len(result['runs'][rule])}" for rule in drawn]
+    size = (f"{len(result['seeds'])} seeds × 40 updates" if len({len(result["runs"][r]) for r in drawn}) == 1
+            else "40 updates, seeds so far " + ", ".join(counts))                   # still training: per rule
+    assert f"{size}; regime negatives-dominate" in fig.get_suptitle()
     assert set(drawn) == set(result["runs"]) & {"symmetric", "clip-higher", "bapo", "fixed@bapo-mean"}
 
 
@@ -272,6 +275,7 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         assert (f"BAPO − {r['rule']} {_minus(100 * r['diff_auc_accuracy'], '+.1f')} points "
                 f"[{_minus(100 * r['diff_auc_accuracy_lo'], '+.1f')}, {_minus(100 * r['diff_auc_accuracy_hi'], '+.1f')}], "
                 f"p_holm {r['p_holm_auc_accuracy']:.2g}") in flat, r["rule"]
+    assert (f"a paired test needs {result['seeds_for_3_points']} seeds to see 3 points (80 % power)") in flat
     claim5 = comparison_checks(result)[0]
     assert claim5.claim == 5 and f"**claim 5 {claim5.status} so far**" in flat
     readme = " ".join((ROOT / "README.md").read_text().split())

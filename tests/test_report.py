@@ -92,3 +92,21 @@ def test_bad_input_fails_clearly(tmp_path, capsys):
     assert "--seeds must be >= 1; got 0" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--format"):
         check_out(tmp_path / "x.pdf", "pdf")
+
+
+def test_rung3_reports_its_comparison_where_negatives_dominate_from_results():
+    """Rung 3's report leads with the search-hard-warm comparison read back from results/ (nothing trained), judged
+    in its one grid cell, and keeps the add sweep after it as the balanced control, named as such."""
+    from toy_rl.report.rungs import _rung3_comparison, _with_balanced_control
+    hard = _rung3_comparison()
+    regime, *claims = hard["verdicts"]
+    assert regime.startswith("regime: negatives-dominate") and [c.split(" (")[0] for c in claims] == ["claim 5", "claim 6"]
+    rules = [row[0] for row in hard["table"].rows]
+    assert rules[0] == "bapo" and "symmetric" in rules and hard["table"].rows[0][2] == "–"   # BAPO: the reference
+    assert hard["seeds"].startswith("per rule: bapo 5") and "search-hard-warm" in hard["config"]
+    add = dict(config="task add", seeds=1, runner="toy-rl lora --rule all", figures=[("rules", None, "Rules.")],
+               verdicts=["claim 1 (x): NOT TESTABLE"], notes=["Verdicts: add."])
+    both = _with_balanced_control(hard, add)
+    assert [name for name, _, _ in both["figures"]] == ["comparison", "rules"]
+    assert both["verdicts"][-1] == "add, the balanced control: claim 1 (x): NOT TESTABLE"
+    assert both["table"] is hard["table"] and both["seeds"].endswith("add: 1 per rule and staleness")

@@ -7,7 +7,9 @@ The plots are the notebooks' (:mod:`toy_rl.bandit.views`, :mod:`toy_rl.arithmeti
 preset where negatives dominate: :func:`toy_rl.bandit.comparison.compare`,
 :func:`toy_rl.arithmetic.comparison.compare`), with BAPO's regime, tables of paired differences by seed
 (Holm-adjusted) and the verdicts on claims 5 and 6 (:func:`toy_rl.experiments.controls.control_claims`); rung 3
-its staleness sweep (:func:`toy_rl.experiments.summarize`) and :func:`toy_rl.lm.verdicts.claim_verdicts`.
+the same for its comparison on 'search-hard-warm', read back from results/ (20 runs of about an hour each on a CPU
+core: :func:`toy_rl.lm.comparison.comparison_verdicts`), then its balanced staleness sweep on 'add'
+(:func:`toy_rl.experiments.summarize`, :func:`toy_rl.lm.verdicts.claim_verdicts`).
 """
 from __future__ import annotations
 
@@ -38,9 +40,12 @@ LEADS = {
         "start), then RL with each rule and the controls on the {which}preset '{preset}': a search task whose failed "
         "answers keep trying until the token budget runs out (so negative tokens dominate the loss), a behaviour "
         "policy {staleness} updates behind. Accuracy is greedy, on {eval_size:,} held-out problems."),
-    3: ("SmolLM2-135M-Instruct, offline on the CPU, with fresh LoRA adapters (rank 16 on q, k, v, o), RL on 2-digit "
-        "addition with a 3-shot prompt; one rollout serves staleness + 1 updates. Accuracy is greedy, on a fixed "
-        "held-out set; the on-policy clip-higher run is notebook 06's default run."),
+    3: ("SmolLM2-135M-Instruct, offline on the CPU, with fresh LoRA adapters (rank 16 on q, k, v, o); one rollout "
+        "serves staleness + 1 updates. The comparison runs where negatives dominate: 'search-hard-warm', two numbers "
+        "up to 30 that sum to a target, tried aloud after a short LoRA warm start, so failed answers run to the token "
+        "budget; the three rules and BAPO's mean bounds held fixed, paired by seed. The balanced control is 2-digit "
+        "addition with a 3-shot prompt (one seed per rule; the on-policy clip-higher run is notebook 06's default "
+        "run). Accuracy is greedy, on a fixed held-out set."),
 }
 
 
@@ -85,6 +90,22 @@ def num_cell(x, digits: int = 3) -> str:
 
 def p_cell(p) -> str:
     return "" if p is None else ("n/a" if not math.isfinite(p) else "< 0.001" if p < 0.001 else f"{p:.2g}")
+
+
+def comparison_table(rows: list) -> Table:
+    """Rungs 2 and 3's comparison table: the primary endpoint with its band, BAPO − rule and p_holm, the final
+    accuracy, the bounds, clip fractions and KL, one row per rule."""
+    return Table(["rule", "auc acc", "BAPO − rule", "p_holm", "final acc", "bounds", "clip low/high", "KL"],
+                 [[r["rule"], band_cell(r["auc_accuracy"], r["auc_accuracy_lo"], r["auc_accuracy_hi"]),
+                   num_cell(r.get("diff_auc_accuracy")), p_cell(r.get("p_holm_auc_accuracy")),
+                   band_cell(r["final_accuracy"], r["final_accuracy_lo"], r["final_accuracy_hi"]),
+                   f"[{r['c_low']:.2f}, {r['c_high']:.2f}]",
+                   f"{100 * r['clip_frac_low']:.1f}/{100 * r['clip_frac_high']:.1f}%", num_cell(r["approx_kl"], 4)]
+                  for r in rows],
+                 "auc acc: greedy held-out accuracy averaged over training (the primary endpoint), final acc: after the "
+                 "last update (reported); mean over seeds [95% Student-t band]. BAPO − rule: on the primary endpoint, "
+                 "paired by seed; p_holm: the same test's p in the verdicts' one Holm family (claims 5 and 6); n/a: a "
+                 "control no claim tests. Other columns: means over updates and seeds.")
 
 
 def reproduce(rung: int, smoke: bool, seeds, steps) -> str:
@@ -142,17 +163,7 @@ def _rung2(smoke, seeds, steps, runs, progress, model) -> dict:
              "band over seeds. Middle: BAPO's bounds per update. Right: BAPO minus each rule on the primary endpoint "
              "(accuracy averaged over training), paired 95% interval by seed, filled where p_holm < 0.05.")]
 
-    table = Table(["rule", "auc acc", "BAPO − rule", "p_holm", "final acc", "bounds", "clip low/high", "KL"],
-                  [[r["rule"], band_cell(r["auc_accuracy"], r["auc_accuracy_lo"], r["auc_accuracy_hi"]),
-                    num_cell(r.get("diff_auc_accuracy")), p_cell(r.get("p_holm_auc_accuracy")),
-                    band_cell(r["final_accuracy"], r["final_accuracy_lo"], r["final_accuracy_hi"]),
-                    f"[{r['c_low']:.2f}, {r['c_high']:.2f}]",
-                    f"{100 * r['clip_frac_low']:.1f}/{100 * r['clip_frac_high']:.1f}%", num_cell(r["approx_kl"], 4)]
-                   for r in result["rows"]],
-                  "auc acc: greedy held-out accuracy averaged over training (the primary endpoint), final acc: after the "
-                  "last update (reported); mean over seeds [95% Student-t band]. BAPO − rule: on the primary endpoint, "
-                  "paired by seed; p_holm: the same test's p in the verdicts' one Holm family (claims 5 and 6); n/a: a "
-                  "control no claim tests. Other columns: means over updates and seeds.")
+    table = comparison_table(result["rows"])
     need = result["seeds_for_3_points"]
     return dict(config=note, seeds=len(result["seeds"]), source=source, lead=_rung2_lead(smoke),
                 # the command that makes the same runs (smoke: on one worker, as the report ran them; the full
@@ -223,7 +234,7 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
                   "means over updates and seeds; seconds: training time of a run as logged, mean over seeds.")
     ks = " ".join(map(str, c["stalenesses"]))
     flags = (" --smoke" if smoke else "") + (f" --steps {steps}" if steps else "") + f" --seeds {seeds}"
-    return dict(config="task add (2-digit, 3-shot plain prompt); " + note, seeds=seeds,
+    add = dict(config="task add (2-digit, 3-shot plain prompt); " + note, seeds=seeds,
                 source=f"toy_rl.experiments.sweep under {Path(runs)} (finished runs read back, missing ones run)",
                 runner=f"toy-rl lora --rule all --staleness {ks}{flags}  and  toy-rl lora --rule clip-higher "
                        f"--staleness 0{flags}",
@@ -232,6 +243,61 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
                        "claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts at "
                        "p_holm < 0.05, for or against the claim; with one seed per rule nothing is testable); a "
                        "verdict about BAPO states its regime."])
+    hard = None if smoke else _rung3_comparison()
+    return add if hard is None else _with_balanced_control(hard, add)
+
+
+HARD = "smollm2-135m-search-hard-warm"     # rung 3's default comparison, where negatives dominate
+HARD_RUNNER = ("toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher bapo --staleness 2 "
+               "--seeds 5 --dtype bfloat16 --workers 2")
+
+
+def _rung3_comparison() -> dict | None:
+    """Rung 3's default comparison where negatives dominate (:data:`HARD_RUNNER`, about 20 hours of one CPU core),
+    read back from its logs in results/ (nothing trained): the figure, table and verdicts of notebook 06's section
+    5, judged in the one grid cell run (:func:`toy_rl.lm.comparison.comparison_checks`). None while results/ holds
+    none of its runs."""
+    import json
+    from ..arithmetic.comparison import from_logs, gate_line
+    from ..arithmetic.views import comparison_view
+    from ..course.logs import RESULTS
+    from ..lm.comparison import comparison_verdicts
+    folder = RESULTS / HARD
+    configs = sorted(folder.glob("*/bapo/seed*/config.json"))
+    if not configs:
+        return None
+    result, cfg = from_logs(folder), json.loads(configs[0].read_text())
+    seeds = ", ".join(f"{rule} {len(runs)}" for rule, runs in result["runs"].items())
+    fig = comparison_view(result, rung="Rung 3")[0]
+    return dict(
+        config=(f"task search-hard-warm (numbers up to 30, from a 50-update LoRA warm start), {result['scenario']}: "
+                f"{cfg['steps']} updates of {cfg['prompts']} prompts x {cfg['group_size']} answers, lr {cfg['lr']}, "
+                f"{cfg['dtype']}, held-out accuracy on {cfg['eval_size']} problems every {cfg['eval_every']} updates"),
+        seeds=f"per rule: {seeds} (search-hard-warm)", runner=HARD_RUNNER,
+        source=f"results/{HARD} (the committed logs, read back; nothing trained)",
+        figures=[("comparison", fig, "Where negatives dominate (search-hard-warm). Left: greedy held-out accuracy per "
+                  "rule, mean and 95% band over seeds. Middle: BAPO's bounds per update. Right: BAPO minus each rule "
+                  "on the primary endpoint (accuracy averaged over training), paired 95% interval by seed, filled "
+                  "where p_holm < 0.05.")],
+        table=comparison_table(result["rows"]), verdicts=[gate_line(result), *comparison_verdicts(result)],
+        notes=["Verdicts: toy_rl.lm.comparison.comparison_verdicts, as notebook 06 prints them (section 5): every "
+               "part is a t-test paired by seed on the primary endpoint, Holm-corrected across both claims; a part "
+               "counts at p_holm < 0.05 and a difference of at least 1 point. Only the preset's step size was run, "
+               "one cell of the step-size grid rungs 1 and 2 are judged on, so no claim is called supported or "
+               "contradicted across it."])
+
+
+def _with_balanced_control(hard: dict, add: dict) -> dict:
+    """The report of rung 3: its comparison where negatives dominate first; the `add` runs (one seed per rule,
+    balanced: BAPO runs as the fixed rule [0.6, 1.2]) after it, their figures and verdicts named as such (their
+    table is notebook 06's section 5)."""
+    tag = "add, the balanced control: "
+    return dict(hard, lead=LEADS[3], config=f"{hard['config']}; balanced control: {add['config']}",
+                seeds=f"{hard['seeds']}; add: {add['seeds']} per rule and staleness",
+                runner=f"{hard['runner']}  and  {add['runner']}",
+                figures=[*hard["figures"], *((name, fig, tag + caption) for name, fig, caption in add["figures"])],
+                verdicts=[*hard["verdicts"], *(tag + v for v in add["verdicts"])],
+                notes=[*hard["notes"], tag + add["notes"][0]])
 
 
 BUILDERS = {1: _rung1, 2: _rung2, 3: _rung3}
@@ -251,7 +317,8 @@ def build_report(rung: int, smoke: bool = False, seeds: int | None = None, steps
         parts = BUILDERS[rung](smoke, seeds, steps, root, progress, model)
         machine = describe_machine()
     seconds = time.perf_counter() - t0
-    facts = [("Configuration", parts["config"]), ("Seeds", f"{parts['seeds']} per rule and staleness"),
+    per_rule = parts["seeds"] if isinstance(parts["seeds"], str) else f"{parts['seeds']} per rule and staleness"
+    facts = [("Configuration", parts["config"]), ("Seeds", per_rule),
              ("Runs", parts["source"]), ("Machine", machine), ("Date", utc_now()),
              ("Time", f"{seconds:.0f} s on this machine to run (or read back) the comparison and draw its figures"),
              ("Reproduce", f"`{reproduce(rung, smoke, seeds, steps)}`"), ("Runner", f"`{parts['runner']}`")]

@@ -52,6 +52,9 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy",
     gate = result.get("gate") or {}
     steps = result.get("steps") or max(r[-1]["step"] for seed_runs in runs.values() for r in seed_runs)
     what = result.get("preset", result.get("task"))
-    fig.suptitle(f"{rung}, {what!r}: {len(result['seeds'])} seeds × {steps} {unit}s; "
+    counts = {label: len(runs[label]) for label in drawn}          # a comparison still training: seeds per rule
+    size = (f"{len(result['seeds'])} seeds × {steps} {unit}s" if len(set(counts.values())) <= 1
+            else f"{steps} {unit}s, seeds so far " + ", ".join(f"{label} {n}" for label, n in counts.items()))
+    fig.suptitle(f"{rung}, {what!r}: {size}; "
                  f"regime {gate.get('regime', 'not measured')}", fontsize=11)
     return fig, drawn
