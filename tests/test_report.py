@@ -104,7 +104,7 @@ def test_rung3_reports_its_comparison_where_negatives_dominate_from_results():
     rules = [row[0] for row in hard["table"].rows]
     assert rules[0] == "bapo" and "symmetric" in rules and hard["table"].rows[0][2] == "–"   # BAPO: the reference
     assert hard["seeds"].startswith("per rule: bapo 5") and "search-hard-warm" in hard["config"]
-    add = dict(config="task add", seeds=1, runner="toy-rl lora --rule all", figures=[("rules", None, "Rules.")],
+    add = dict(config="task add", seeds=1, runner="toy-rl lora --rule all", source="runs/", figures=[("rules", None, "Rules.")],
                verdicts=["claim 1 (x): NOT TESTABLE"], notes=["Verdicts: add."])
     both = _with_balanced_control(hard, add)
     assert [name for name, _, _ in both["figures"]] == ["comparison", "rules"]

@@ -13,6 +13,7 @@ core: :func:`toy_rl.lm.comparison.comparison_verdicts`), then its balanced stale
 """
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -235,14 +236,14 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
     ks = " ".join(map(str, c["stalenesses"]))
     flags = (" --smoke" if smoke else "") + (f" --steps {steps}" if steps else "") + f" --seeds {seeds}"
     add = dict(config="task add (2-digit, 3-shot plain prompt); " + note, seeds=seeds,
-                source=f"toy_rl.experiments.sweep under {Path(runs)} (finished runs read back, missing ones run)",
-                runner=f"toy-rl lora --rule all --staleness {ks}{flags}  and  toy-rl lora --rule clip-higher "
-                       f"--staleness 0{flags}",
-                figures=figs, table=table, verdicts=claim_verdicts(summaries, eval_size),
-                notes=["Verdicts: toy_rl.lm.verdicts.claim_verdicts, as notebook 06 prints them: every part of a "
-                       "claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts at "
-                       "p_holm < 0.05, for or against the claim; with one seed per rule nothing is testable); a "
-                       "verdict about BAPO states its regime."])
+               source=f"toy_rl.experiments.sweep under {Path(runs)} (finished runs read back, missing ones run)",
+               runner=f"toy-rl lora --rule all --staleness {ks}{flags}  and  toy-rl lora --rule clip-higher "
+                      f"--staleness 0{flags}",
+               figures=figs, table=table, verdicts=claim_verdicts(summaries, eval_size),
+               notes=["Verdicts: toy_rl.lm.verdicts.claim_verdicts, as notebook 06 prints them: every part of a "
+                      "claim is a t-test paired by seed, Holm-corrected across the five claims (a part counts at "
+                      "p_holm < 0.05, for or against the claim; with one seed per rule nothing is testable); a "
+                      "verdict about BAPO states its regime."])
     hard = None if smoke else _rung3_comparison()
     return add if hard is None else _with_balanced_control(hard, add)
 
@@ -257,7 +258,6 @@ def _rung3_comparison() -> dict | None:
     read back from its logs in results/ (nothing trained): the figure, table and verdicts of notebook 06's section
     5, judged in the one grid cell run (:func:`toy_rl.lm.comparison.comparison_checks`). None while results/ holds
     none of its runs."""
-    import json
     from ..arithmetic.comparison import from_logs, gate_line
     from ..arithmetic.views import comparison_view
     from ..course.logs import RESULTS
@@ -294,7 +294,7 @@ def _with_balanced_control(hard: dict, add: dict) -> dict:
     tag = "add, the balanced control: "
     return dict(hard, lead=LEADS[3], config=f"{hard['config']}; balanced control: {add['config']}",
                 seeds=f"{hard['seeds']}; add: {add['seeds']} per rule and staleness",
-                runner=f"{hard['runner']}  and  {add['runner']}",
+                runner=f"{hard['runner']}  and  {add['runner']}", source=f"{hard['source']}; add: {add['source']}",
                 figures=[*hard["figures"], *((name, fig, tag + caption) for name, fig, caption in add["figures"])],
                 verdicts=[*hard["verdicts"], *(tag + v for v in add["verdicts"])],
                 notes=[*hard["notes"], tag + add["notes"][0]])
