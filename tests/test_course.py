@@ -16,7 +16,7 @@ from PIL import Image
 
 from toy_rl.course import COURSE, NOTEBOOKS, RESULTS, check, collect
 from toy_rl.course.execute import notebooks
-from toy_rl.course.logs import KEPT, LOGGED, size
+from toy_rl.course.logs import KEPT, LOGGED, WARM_STARTS, size
 from toy_rl.course.outputs import LIVE, clean, compare, image_rms, normalise, palette_png
 from toy_rl.experiments import make_spec, run
 from toy_rl.experiments.runner import LOGGED_ONLY
@@ -197,7 +197,9 @@ def test_unknown_notebook_is_a_clear_error():
 
 
 def test_committed_logs_are_data_only_and_small():
-    files = [p for p in RESULTS.rglob("*") if p.is_file() and p.name not in ("README.md", "about.json")]
+    warm = RESULTS / WARM_STARTS
+    files = [p for p in RESULTS.rglob("*") if p.is_file() and p.name not in ("README.md", "about.json")
+             and not p.is_relative_to(warm)]
     assert files, "results/ holds no logs: toy-rl course collect"
     assert {p.name for p in files} <= set(KEPT)
     assert {p.relative_to(RESULTS).parts[0] for p in files} <= {name.split("/")[0] for name in LOGGED}
@@ -208,6 +210,17 @@ def test_committed_logs_are_data_only_and_small():
             torch.load(p, weights_only=True)       # tensors only: nothing in results/ runs code when loaded
     # a budget: each rung-2 comparison adds ~4 MB of metrics.jsonl (~1 MB in git); rung 3's 20-run comparison ~0.9 MB
     assert size(RESULTS) < 32e6
+
+
+def test_committed_warm_starts_are_tensors_that_match_their_fingerprints():
+    from toy_rl.lm.warmstart import fingerprint
+    from toy_rl.rl.run_folder import load_state
+    folders = [p.parent for p in (RESULTS / WARM_STARTS).glob("*/meta.json")]
+    for folder in folders:
+        assert sorted(p.name for p in folder.iterdir()) == ["adapters.pt", "meta.json"]
+        meta = json.loads((folder / "meta.json").read_text())
+        assert fingerprint(load_state(folder / "adapters.pt")) == meta["fingerprint"]
+    assert sum(p.stat().st_size for d in folders for p in d.iterdir()) < 8e6 * max(len(folders), 1)
 
 
 def test_every_notebook_has_an_executed_copy_and_they_are_light():
@@ -270,6 +283,16 @@ def test_collect_takes_a_grid_cells_table_and_refuses_a_damaged_one(tmp_path):
         (folder / "rows.json").write_text(bad)
         with pytest.raises(ValueError, match=named):
             collect(tmp_path / "runs", tmp_path / "results", {"grid": "make it"})
+
+
+def test_a_full_collect_keeps_the_committed_warm_starts(tmp_path):
+    _run_folder(tmp_path)
+    dest = tmp_path / "results"
+    for name in ("warm-starts", "gone"):
+        (dest / name / "x").mkdir(parents=True)
+        (dest / name / "x" / "meta.json").write_text("{}")
+    collect(tmp_path / "runs", dest, {"exp": "make it"})
+    assert (dest / "warm-starts" / "x" / "meta.json").exists() and not (dest / "gone").exists()
 
 
 def test_collect_only_some_experiments_leaves_the_others(tmp_path):

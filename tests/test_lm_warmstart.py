@@ -15,6 +15,7 @@ from toy_rl.lm import warmstart as ws  # noqa: E402
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("TOY_RL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(ws, "committed_dir", lambda: tmp_path / "committed")
 
 
 class OneProblem(ArithmeticTask):
@@ -150,3 +151,78 @@ def test_the_up_front_line_knows_a_bf16_warm_start_is_cached_apart(tmp_path):
     assert (spec_warm_start_label(bf16), spec_warm_start_label(fp32)) == ("smollm2-135m@bfloat16", "smollm2-135m")
     assert "warm start" not in Plan(specs=[bf16]).describe()
     assert "rung-3 LoRA warm start for search-warm (not cached)" in Plan(specs=[fp32]).describe()
+
+
+def test_the_fingerprint_tells_weights_apart():
+    w = tiny_llama().get_weights()
+    assert ws.fingerprint(w) == ws.fingerprint({n: t.clone() for n, t in w.items()})
+    name = next(iter(w))
+    nudged = dict(w, **{name: w[name] + 1e-7 * torch.ones_like(w[name])})
+    assert ws.fingerprint(nudged) != ws.fingerprint(w)
+
+
+def test_a_committed_warm_start_is_read_before_the_cache(tmp_path, monkeypatch):
+    """What `toy-rl course collect --warm-starts` commits is what every later run starts from, even where the
+    cache holds another warm start of the same settings (one trained on another CPU)."""
+    first = tiny_llama()
+    ws.warm_start(first, ArithmeticTask(), steps=2, batch=4, model="tiny")
+    [committed] = ws.commit()
+    assert committed.parent == tmp_path / "committed"
+    meta = json.loads((committed / "meta.json").read_text())
+    assert meta["fingerprint"] == ws.fingerprint(first.get_weights())
+    cached = tmp_path / "cache" / "lm-warmstart" / committed.name / "adapters.pt"    # the cache now differs
+    other = {n: t + 1.0 for n, t in first.get_weights().items()}
+    ws.save_state(cached, other)
+    meta_cached = cached.parent / "meta.json"
+    meta_cached.write_text(json.dumps(dict(meta, fingerprint=ws.fingerprint(other))))
+    monkeypatch.setattr(ws, "sft", lambda *a, **k: pytest.fail("trained instead of reading the committed copy"))
+    second = tiny_llama()
+    ws.warm_start(second, ArithmeticTask(), steps=2, batch=4, model="tiny")
+    assert ws.fingerprint(second.get_weights()) == meta["fingerprint"]
+
+
+def test_a_warm_start_that_does_not_match_its_fingerprint_is_refused(tmp_path):
+    ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
+    [folder] = list((tmp_path / "cache" / "lm-warmstart").iterdir())
+    swapped = {n: torch.zeros_like(t) for n, t in tiny_llama().get_weights().items()}
+    ws.save_state(folder / "adapters.pt", swapped)
+    with pytest.raises(ValueError, match="not the warm start its meta.json names"):
+        ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
+    with pytest.raises(ValueError, match="does not match its meta.json's fingerprint"):
+        ws.commit()
+
+
+def test_is_cached_counts_a_committed_warm_start(tmp_path):
+    ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
+    ws.commit()
+    import shutil
+    shutil.rmtree(tmp_path / "cache" / "lm-warmstart")
+    assert ws.is_cached(ArithmeticTask(), 2, "tiny", batch=4)
+
+
+def test_a_run_records_the_warm_start_it_started_from(tmp_path):
+    """The train hook writes what it is given (the dtype and, for a warm task, the fingerprint) into config.json
+    once, keeping what the config held."""
+    from toy_rl.lm.run import _on_update
+    (tmp_path / "config.json").write_text(json.dumps({"rule": "bapo"}))
+
+    class NoGap:
+        pass
+    hook = _on_update(tmp_path, {"dtype": "bfloat16", "warm_start": "abc"}, NoGap(), None)
+    hook({"step": 0}, None, None)
+    assert json.loads((tmp_path / "config.json").read_text()) == {"rule": "bapo", "dtype": "bfloat16",
+                                                                 "warm_start": "abc"}
+
+
+def test_runs_from_two_warm_starts_are_not_compared(tmp_path):
+    from toy_rl.experiments.logged import check_one_warm_start
+    for rule, fp in (("bapo", "aaa"), ("symmetric", "aaa"), ("clip-higher", None)):
+        (tmp_path / rule / "seed0").mkdir(parents=True)
+        (tmp_path / rule / "seed0" / "config.json").write_text(json.dumps({"rule": rule, "warm_start": fp}))
+    assert check_one_warm_start(tmp_path) == "aaa"
+    (tmp_path / "clip-higher" / "seed0" / "config.json").write_text(json.dumps({"warm_start": "bbb"}))
+    with pytest.raises(ValueError, match="2 different LoRA warm starts: aaa .*bbb"):
+        check_one_warm_start(tmp_path)
+    from toy_rl.arithmetic.comparison import from_logs
+    with pytest.raises(ValueError, match="different LoRA warm starts"):
+        from_logs(tmp_path)

@@ -201,11 +201,14 @@ def from_logs(folder) -> dict:
     """A comparison read back from its logged runs alone (``results/compare/<preset>``: config.json and
     metrics.jsonl per run; no warm start, nothing trained): the same keys as :func:`compare` but ``steps`` (the
     runs' own). Rule folders are named by :func:`~toy_rl.rules.rule_label`; the one folder no control rule names
-    is the fixed rule at BAPO's mean bounds."""
+    is the fixed rule at BAPO's mean bounds. Runs that started from different LoRA warm starts are refused
+    (:func:`~toy_rl.experiments.logged.check_one_warm_start`)."""
+    from ..experiments.logged import check_one_warm_start
     from ..experiments.runner import load
     from ..rl.config import rule_label
     folder = Path(folder)
     labels = {rule_label(rule): (label, rule) for label, rule in control_rules().items()}
+    check_one_warm_start(folder)
     logged = load(folder)
     scenarios = sorted({scenario for scenario, _ in logged})
     if len(scenarios) != 1:

@@ -33,6 +33,9 @@ def add_arguments(p):
     p.add_argument("--finished", action="store_true",
                    help="collect: an experiment still training is copied as far as it got: its finished runs, "
                         "each unfinished one named and left out (a damaged log is still refused)")
+    p.add_argument("--warm-starts", action="store_true",
+                   help="collect: also copy the cached LoRA warm starts into results/warm-starts/, so that runs on "
+                        "other machines start from the same adapters (a retrained one differs from CPU to CPU)")
     common = CommonFlags(p)
     common.json("build: one entry per notebook; check: the differences per notebook")
 
@@ -49,6 +52,10 @@ def run(args) -> int:
         written = collect(args.runs, only=args.only, finished=args.finished, skipped=skipped)
         for folder, updates in skipped:
             print(f"left out (still training, {updates} updates logged): {folder}")
+        if args.warm_starts:
+            from ..lm.warmstart import commit
+            for folder in commit():
+                print(f"warm start committed: {folder}")
         print(f"{len(written)} run folders copied into {RESULTS} ({size(RESULTS) / 1e6:.1f} MB)")
         return 0
     if args.action == "build":

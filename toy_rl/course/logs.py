@@ -49,6 +49,9 @@ LOGGED = {
 }
 
 
+# results/warm-starts/: the LoRA warm starts committed runs start from (toy_rl.lm.warmstart.commit), kept by collect
+WARM_STARTS = "warm-starts"
+
 # Experiments whose stored batches (batches.pt) stay out of results/: no notebook re-reads them, and results/ has
 # a size budget (tests/test_course.py).
 NO_BATCHES = {"pilot/smollm2-135m-search-hard-warm", "smollm2-135m-search-hard-warm"}
@@ -94,7 +97,7 @@ def collect(src="runs", dest=RESULTS, experiments=LOGGED, only=None, finished=Fa
                 continue
             check_run(folder)
     if only is None:
-        tops = {name.split("/")[0] for name in experiments}
+        tops = {name.split("/")[0] for name in experiments} | {WARM_STARTS}
         for old in [p for p in dest.glob("*") if p.is_dir()]:     # a fresh copy: no run left from an older list
             if old.name not in tops or (not finished and any((dest / name) == old for name in experiments)):
                 shutil.rmtree(old)
@@ -161,11 +164,28 @@ A notebook opened on a fresh clone reads a run here when `runs/` lacks it, and s
 
 Total {size(dest) / 1e6:.1f} MB. Layout: `<experiment>/<scenario>/<rule>/seed<k>/`, as under `runs/`; rung 1's grid:
 `bandit-grid/<preset>/eta<factor>-task<k>/rows.json`.
-"""
+{_warm_start_note(dest)}"""
     (dest / "README.md").write_text(text)
     return dest / "README.md"
 
 
+def _warm_start_note(dest: Path) -> str:
+    """The index's paragraph on ``warm-starts/`` ("" while there is none)."""
+    folders = sorted(p.parent for p in (dest / WARM_STARTS).glob("*/adapters.pt"))
+    if not folders:
+        return ""
+    mb = sum(f.stat().st_size for d in folders for f in d.iterdir()) / 1e6
+    return f"""
+`{WARM_STARTS}/<key>/` ({len(folders)} folder{'s' * (len(folders) != 1)}, {mb:.1f} MB, not in the total above): the
+LoRA warm starts rung 3's runs start from, committed by `toy-rl course collect --warm-starts` because one retrained
+on another CPU differs (bf16 rounds differently with and without AMX). `adapters.pt` holds tensors only (read with
+`weights_only=True`); `meta.json` its settings, losses and `fingerprint`, a hash of the adapters that each run records
+in its config.json and that is checked whenever they are read.
+"""
+
+
 def size(folder) -> int:
-    """Bytes of every file under ``folder`` but its README.md."""
-    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file() and p.name != "README.md")
+    """Bytes of every run log under ``folder``: every file but its README.md and the committed warm starts."""
+    folder = Path(folder)
+    return sum(p.stat().st_size for p in folder.rglob("*")
+               if p.is_file() and p.name != "README.md" and not p.is_relative_to(folder / WARM_STARTS))

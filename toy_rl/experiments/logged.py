@@ -106,3 +106,21 @@ def announce(folders, noun: str = "finished run") -> list[str]:
                      'to train them here instead: TRAIN = "all" (--train all on a command)')
         print(lines[-1])
     return lines
+
+
+def check_one_warm_start(folder) -> str | None:
+    """The warm-start fingerprint every run under ``folder`` records in its config.json (None if none records
+    one); ValueError if they record different ones: their runs did not start from the same model, so runs paired
+    by seed would compare starting points as well as rules."""
+    found = {}
+    for config in sorted(Path(folder).rglob("config.json")):
+        try:
+            value = json.loads(config.read_text()).get("warm_start")
+        except (OSError, ValueError):
+            continue
+        if value is not None:
+            found.setdefault(value, config.parent)
+    if len(found) > 1:
+        raise ValueError(f"the runs under {folder} started from {len(found)} different LoRA warm starts: "
+                         + ", ".join(f"{fp} ({where})" for fp, where in found.items()))
+    return next(iter(found), None)

@@ -52,11 +52,13 @@ def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
 
 def _train_ahead(todo: list, workers: int) -> None:
     """With ``workers`` > 1, train the runs ``todo`` (still missing) that many at a time (fresh processes, each on
-    its spec's threads), after making the task's LoRA warm start once here; the sweep then reads them back."""
+    its spec's threads), after making the task's LoRA warm start once here; the sweep then reads them back. They
+    train seed by seed (seed 0 of every rule, then seed 1, ...): a comparison that lands a few runs a session has
+    complete pairs to test as early as it can."""
     if workers > 1 and len(todo) > 1:
         from .run import make_warm_start
         make_warm_start(todo[0])
-        run_all(todo, workers)
+        run_all(sorted(todo, key=lambda s: s.rl.seed), workers)
 
 
 def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict | None = None, workers: int = 1,

@@ -263,23 +263,27 @@ def train(spec, folder) -> list[dict]:
     policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, micro_batch=spec.rl.micro_batch,
                          **settings)
     policy = warm_policy(policy, task, spec.model, progress=spec.progress)
+    written = {"dtype": settings["dtype"]}
+    if getattr(task, "warm_start", 0):              # which warm start: runs paired by seed must share it
+        from .warmstart import fingerprint
+        written["warm_start"] = fingerprint(policy.get_weights())
     captured: dict = {}
     keep = spec.option("keep_batches")
     with lock_run(folder):                          # the batches are this run's too: one writer at a time
         records = train_loop(spec.rl, policy, task, folder, resume=spec.resume, progress=spec.progress,
-                             on_update=_on_update(Path(folder), settings["dtype"], policy, captured if keep else None))
+                             on_update=_on_update(Path(folder), written, policy, captured if keep else None))
         _save_batches(Path(folder), captured, spec.rl.agg)
     return records
 
 
-def _on_update(folder: Path, dtype: str, policy, store: dict | None):
-    """The ``train(on_update=...)`` hook: the dtype into config.json (once, before the first metrics line),
-    ``logp_gap`` into the record when the policy rescored its samples, and, with a ``store``, what each
-    update's loss saw, keyed by step."""
+def _on_update(folder: Path, written: dict, policy, store: dict | None):
+    """The ``train(on_update=...)`` hook: ``written`` (the dtype, and the warm start's fingerprint for a task
+    with one) into config.json (once, before the first metrics line), ``logp_gap`` into the record when the
+    policy rescored its samples, and, with a ``store``, what each update's loss saw, keyed by step."""
     def hook(record, batch, logp):
         saved = read_config(folder) or {}
-        if saved.get("dtype") != dtype:
-            write_text(folder / CONFIG, json.dumps({**saved, "dtype": dtype}, indent=1))
+        if any(saved.get(k) != v for k, v in written.items()):
+            write_text(folder / CONFIG, json.dumps({**saved, **written}, indent=1))
         gap = policy.pop_logp_gap() if hasattr(policy, "pop_logp_gap") else None
         if gap is not None:
             record["logp_gap"] = gap

@@ -15,6 +15,15 @@ the mean negative log-likelihood of the answer tokens. Only the LoRA adapters tr
 saved under ``<cache>/lm-warmstart/<key>/adapters.pt`` (tensors only, read back with
 ``weights_only=True``) with the settings in ``meta.json``; the key hashes the model, task, LoRA shape and
 warm-start settings, so another setting never reads them.
+
+The same settings do not give the same adapters on every CPU: bf16 matmuls round differently with and without
+AMX, and 50 steps of training carry the difference into the model (rung 3's search-hard-warm warm start, retrained
+on a second machine, answered 28 % of the held-out problems instead of 34 %). So a comparison that trains across
+sessions, on whatever machine each gets, starts from a committed warm start: ``results/warm-starts/<key>/``
+(written by ``toy-rl course collect --warm-starts``) is read before the cache, and ``meta.json``'s ``fingerprint``
+(:func:`fingerprint`, a hash of the adapters' values) is checked on every read. Each LoRA run writes the
+fingerprint it started from into its config.json, and a comparison read back from logs refuses runs that started
+from different warm starts (:func:`toy_rl.experiments.logged.check_one_warm_start`).
 """
 from __future__ import annotations
 
@@ -41,6 +50,22 @@ SECONDS_PER_STEP = 14.6
 def cache_dir() -> Path:
     """``<cache>/lm-warmstart``, one folder per warm start beneath it."""
     return Path(cache_root()).parent / "lm-warmstart"
+
+
+def committed_dir() -> Path:
+    """``results/warm-starts``: warm starts committed with the runs that start from them, read before the cache."""
+    from ..experiments.logged import RESULTS
+    return RESULTS / "warm-starts"
+
+
+def fingerprint(weights: dict) -> str:
+    """A short hash of the adapters' names, shapes, dtypes and values: equal exactly when the weights are."""
+    h = hashlib.sha256()
+    for name in sorted(weights):
+        t = weights[name].detach().to("cpu").contiguous().reshape(-1)
+        h.update(f"{name}{tuple(weights[name].shape)}{t.dtype}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 def estimated_seconds(steps: int, batch: int = BATCH) -> float:
@@ -118,7 +143,7 @@ def is_cached(task, steps: int, model: str = "", batch: int = BATCH, lr: float =
     """Whether a warm start with these settings is in the cache (for any adapter shape): what the up-front
     time estimate (:mod:`toy_rl.lm.backend`) asks before a run that will need one."""
     want = _settings(task, steps, batch, lr, seed, model)
-    for meta in cache_dir().glob("*/meta.json"):
+    for meta in [*committed_dir().glob("*/meta.json"), *cache_dir().glob("*/meta.json")]:
         try:
             found = json.loads(meta.read_text())
         except (OSError, ValueError):
@@ -145,9 +170,9 @@ def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, see
     shapes = {n: list(w.shape) for n, w in policy.get_weights().items()}
     settings = dict(_settings(task, steps, batch, lr, seed, model), adapters=cache_key(shapes))
     folder = cache_dir() / cache_key(settings)
-    if cache and (folder / "adapters.pt").is_file():
-        policy.set_weights(load_state(folder / "adapters.pt"))
-        return json.loads((folder / "meta.json").read_text())["losses"]
+    found = [f for f in (committed_dir() / folder.name, folder) if (f / "adapters.pt").is_file()]
+    if cache and found:
+        return _read(found[0], policy)
     announce(f"training the rung-3 LoRA warm start ({steps} steps, not cached in {folder.parent})",
              estimated_seconds(steps, batch))
     t0 = time.perf_counter()
@@ -156,6 +181,39 @@ def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, see
     if cache:
         folder.mkdir(parents=True, exist_ok=True)
         save_state(folder / "adapters.pt", policy.get_weights())
-        write_text(folder / "meta.json", json.dumps(dict(settings, losses=losses,
-                                                         seconds=round(time.perf_counter() - t0, 1)), indent=1))
+        write_text(folder / "meta.json", json.dumps(dict(settings, losses=losses, fingerprint=fingerprint(
+            policy.get_weights()), seconds=round(time.perf_counter() - t0, 1)), indent=1))
     return losses
+
+
+def _read(folder: Path, policy) -> list[float]:
+    """Load the warm start in ``folder`` into ``policy``; ValueError if its adapters are not the ones its
+    meta.json fingerprinted (a file changed or swapped). Returns its losses."""
+    meta = json.loads((folder / "meta.json").read_text())
+    weights = load_state(folder / "adapters.pt")
+    if meta.get("fingerprint") not in (None, fingerprint(weights)):
+        raise ValueError(f"{folder / 'adapters.pt'} is not the warm start its meta.json names (fingerprint "
+                         f"{fingerprint(weights)}, expected {meta['fingerprint']}): delete the folder to train it again")
+    policy.set_weights(weights)
+    return meta["losses"]
+
+
+def commit(dest: Path | None = None) -> list[Path]:
+    """Copy every cached warm start into ``dest`` (default :func:`committed_dir`), fingerprinted (a meta.json
+    without a fingerprint gets one); returns the folders written. What ``toy-rl course collect --warm-starts``
+    runs, so that later sessions, on any machine, start from these adapters."""
+    dest = committed_dir() if dest is None else Path(dest)
+    written = []
+    for src in sorted(p.parent for p in cache_dir().glob("*/adapters.pt")):
+        meta = json.loads((src / "meta.json").read_text())
+        weights = load_state(src / "adapters.pt")
+        meta.setdefault("fingerprint", fingerprint(weights))
+        if meta["fingerprint"] != fingerprint(weights):
+            raise ValueError(f"{src / 'adapters.pt'} does not match its meta.json's fingerprint; not committed")
+        target = dest / src.name
+        target.mkdir(parents=True, exist_ok=True)
+        save_state(target / "adapters.pt", weights)
+        write_text(target / "meta.json", json.dumps(meta, indent=1))
+        written.append(target)
+    return written
+
