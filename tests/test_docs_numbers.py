@@ -259,7 +259,7 @@ def _minus(x: float, fmt: str) -> str:
 def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
     """docs/findings.md, rung 3, "The comparison, under way": how many of the 20 runs results/ holds, the regime and
     each rule's accuracy averaged over training, BAPO − rule with its 95 % CI and p_holm, claim 5's status, recomputed;
-    README.md's count of runs in (issue 26)."""
+    the restarted comparison's count of runs in results/, in the findings and README.md (issue 26)."""
     from toy_rl.arithmetic.comparison import from_logs
     from toy_rl.lm.comparison import comparison_checks
     result = from_logs(ROOT / "results" / "smollm2-135m-search-hard-warm")
@@ -278,5 +278,9 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
     assert (f"a paired test needs {result['seeds_for_3_points']} seeds to see 3 points (80 % power)") in flat
     claim5 = comparison_checks(result)[0]
     assert claim5.claim == 5 and f"**claim 5 {claim5.status} so far**" in flat
+    from toy_rl.course.logs import run_folders
+    restarted = ROOT / "results" / "rung3-compare" / "smollm2-135m-search-hard-warm"
+    landed = len(run_folders(restarted)) if restarted.is_dir() else 0
+    assert f"smollm2-135m-search-hard-warm) holds {landed} of its 20 runs" in flat
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert f"{runs} of its 20 runs are in" in readme
+    assert f"{landed} of the restarted comparison's 20 runs are in" in readme
