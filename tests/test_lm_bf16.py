@@ -166,3 +166,17 @@ def test_estimate_uses_the_dtypes_measured_cpu_peak():
     fp32, auto = (estimate(None, {"preset": "smollm2-135m", "dtype": dt}) for dt in ("float32", "auto"))
     assert auto["settings"]["dtype"] == "bfloat16"
     assert fp32["seconds"]["train"] / auto["seconds"]["train"] == pytest.approx(1.06 / 0.16)
+
+
+def test_a_run_names_the_cpus_bf16_units(monkeypatch):
+    """bf16 results differ in their last bits between CPUs with and without AMX: a bf16 run on a CPU records which
+    units it had (config.json's cpu_bf16), and oneDNN's ISA cap when one is set."""
+    from toy_rl.lm import load
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(load, "cpu_flags", lambda: {"avx512f", "amx_bf16", "avx512_bf16"})
+    assert load.cpu_bf16_units() == "amx_bf16+avx512_bf16"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    assert load.cpu_bf16_units() == "amx_bf16+avx512_bf16 (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)"
+    monkeypatch.setattr(load, "cpu_flags", lambda: {"avx2"})
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert load.cpu_bf16_units() == "none"

@@ -118,6 +118,14 @@ def fast_bf16(device="auto") -> bool:
     return "AVX512" in cpu_capability().upper() and bool(cpu_flags() & set(BF16_FLAGS))
 
 
+def cpu_bf16_units() -> str:
+    """The CPU's bf16 matmul units as a run records them ("amx_bf16+avx512_bf16", "none"), with oneDNN's ISA cap
+    when ``ONEDNN_MAX_CPU_ISA`` sets one: bf16 results differ in their last bits from one to another."""
+    units = "+".join(sorted(cpu_flags() & set(BF16_FLAGS))) or "none"
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    return f"{units} (ONEDNN_MAX_CPU_ISA={cap})" if cap else units
+
+
 def resolve_dtype(dtype="auto", device="auto") -> str:
     """The dtype a run computes in, by name: "auto" is "bfloat16" where :func:`fast_bf16` says so, else
     "float32"; "float32" / "bfloat16" / "float16" (or fp32, bf16, fp16, a torch.dtype) as named.

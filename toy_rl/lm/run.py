@@ -52,7 +52,7 @@ from ..experiments.tasks import make_task, task_label
 from ..rl.loop import CHECKPOINT, CONFIG, evaluate, read_config, train as train_loop
 from ..rl.run_folder import load_state, lock_run, save_state, write_text
 from ..threads import cpu_threads
-from .load import SMOLLM2, resolve_dtype
+from .load import SMOLLM2, cpu_bf16_units, resolve_dtype
 
 # The measured default run (see the module docstring): held-out accuracy of SmolLM2-135M on
 # 2-digit addition goes up within a few minutes on 2 CPU cores.
@@ -267,6 +267,8 @@ def train(spec, folder) -> list[dict]:
     if getattr(task, "warm_start", 0):              # which warm start: runs paired by seed must share it
         from .warmstart import fingerprint
         written["warm_start"] = fingerprint(policy.get_weights())
+    if policy.device.type == "cpu" and settings["dtype"] != "float32":
+        written["cpu_bf16"] = cpu_bf16_units()      # bf16 rounds differently with and without AMX
     captured: dict = {}
     keep = spec.option("keep_batches")
     with lock_run(folder):                          # the batches are this run's too: one writer at a time
