@@ -181,6 +181,21 @@ def test_a_committed_warm_start_is_read_before_the_cache(tmp_path, monkeypatch):
     assert ws.fingerprint(second.get_weights()) == meta["fingerprint"]
 
 
+def test_a_committed_warm_start_is_never_replaced_by_another(tmp_path):
+    ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
+    [committed] = ws.commit()
+    assert ws.commit() == [committed]                          # the same one again: fine
+    [cached] = list((tmp_path / "cache" / "lm-warmstart").iterdir())
+    other = {n: t + 1.0 for n, t in tiny_llama().get_weights().items()}
+    ws.save_state(cached / "adapters.pt", other)
+    meta = json.loads((cached / "meta.json").read_text())
+    (cached / "meta.json").write_text(json.dumps(dict(meta, fingerprint=ws.fingerprint(other))))
+    before = (committed / "adapters.pt").read_bytes()
+    with pytest.raises(ValueError, match="holds another warm start of the same settings"):
+        ws.commit()
+    assert (committed / "adapters.pt").read_bytes() == before
+
+
 def test_a_warm_start_that_does_not_match_its_fingerprint_is_refused(tmp_path):
     ws.warm_start(tiny_llama(), ArithmeticTask(), steps=2, batch=4, model="tiny")
     [folder] = list((tmp_path / "cache" / "lm-warmstart").iterdir())

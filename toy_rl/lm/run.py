@@ -279,8 +279,8 @@ def train(spec, folder) -> list[dict]:
 
 
 def _on_update(folder: Path, written: dict, policy, store: dict | None):
-    """The ``train(on_update=...)`` hook: ``written`` (the dtype, and the warm start's fingerprint for a task
-    with one) into config.json (once, before the first metrics line), ``logp_gap`` into the record when the
+    """The ``train(on_update=...)`` hook: ``written`` (the dtype, the warm start's fingerprint for a task with
+    one, the CPU's bf16 units for a bf16 run on a CPU) into config.json (once, before the first metrics line), ``logp_gap`` into the record when the
     policy rescored its samples, and, with a ``store``, what each update's loss saw, keyed by step."""
     def hook(record, batch, logp):
         saved = read_config(folder) or {}

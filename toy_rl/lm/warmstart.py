@@ -200,7 +200,8 @@ def _read(folder: Path, policy) -> list[float]:
 
 def commit(dest: Path | None = None) -> list[Path]:
     """Copy every cached warm start into ``dest`` (default :func:`committed_dir`), fingerprinted (a meta.json
-    without a fingerprint gets one); returns the folders written. What ``toy-rl course collect --warm-starts``
+    without a fingerprint gets one); returns the folders written. A committed warm start is never replaced by
+    another of the same settings (ValueError). What ``toy-rl course collect --warm-starts``
     runs, so that later sessions, on any machine, start from these adapters."""
     dest = committed_dir() if dest is None else Path(dest)
     written = []
@@ -211,6 +212,11 @@ def commit(dest: Path | None = None) -> list[Path]:
         if meta["fingerprint"] != fingerprint(weights):
             raise ValueError(f"{src / 'adapters.pt'} does not match its meta.json's fingerprint; not committed")
         target = dest / src.name
+        if (target / "meta.json").is_file():
+            held = json.loads((target / "meta.json").read_text()).get("fingerprint")
+            if held != meta["fingerprint"]:
+                raise ValueError(f"{target} holds another warm start of the same settings (fingerprint {held}; the "
+                                 f"cache's is {meta['fingerprint']}), and committed runs start from it: not replaced")
         target.mkdir(parents=True, exist_ok=True)
         save_state(target / "adapters.pt", weights)
         write_text(target / "meta.json", json.dumps(meta, indent=1))
