@@ -433,3 +433,20 @@ def test_cli_controls_with_rule_compares_only_those_rules(monkeypatch, capsys, t
     assert main(["lora", "--controls", "--rule", "symmetric", "clip-higher", "bapo", "--staleness", "2", "--seeds",
                  "2", "--task", "search", "--json", "--out", str(tmp_path)]) == 0
     assert sorted(seen["rules"]) == ["bapo", "clip-higher", "symmetric"]   # the three named: not every control
+
+
+def test_shared_first_rollouts_reads_the_pairing_from_the_logs():
+    """Seed k of every rule draws the same first rollout: the committed search-hard-warm runs do (12 runs, 5 seeds
+    run by two rules or more); a run whose first batch differs breaks its seed's pairing, and is counted."""
+    import copy
+
+    from toy_rl.arithmetic.comparison import from_logs
+    from toy_rl.lm.comparison import shared_first_rollouts
+    from pathlib import Path
+    result = from_logs(Path(__file__).resolve().parents[1] / "results" / "smollm2-135m-search-hard-warm")
+    assert shared_first_rollouts(result) == (5, 5)
+    broken = copy.deepcopy(result)
+    broken["runs"]["symmetric"][2][0]["reward_mean"] += 0.125
+    assert shared_first_rollouts(broken) == (4, 5)
+    lonely = {"runs": {"bapo": [[{"seed": 0, "reward_mean": 0.5}]], "symmetric": [[{"seed": 1, "reward_mean": 0.5}]]}}
+    assert shared_first_rollouts(lonely) == (0, 0)

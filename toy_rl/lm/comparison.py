@@ -7,7 +7,7 @@
 The same design as rung 2's (:mod:`toy_rl.arithmetic.comparison`, docs/protocol.md §3-6): every rule of
 :func:`toy_rl.experiments.controls.control_rules` in one staleness cell, then the fixed rule at BAPO's realised
 mean bounds; seed k of every rule starts from the same model (and the task's cached LoRA warm start) and draws the
-same first rollout, so the tests pair runs by seed. Endpoints, declared before running: ``auc_accuracy``
+same first rollout, so the tests pair runs by seed (:func:`shared_first_rollouts` checks it from the logs). Endpoints, declared before running: ``auc_accuracy``
 (primary: held-out accuracy averaged over training) and ``final_accuracy`` (reported); claims 5 and 6 judged on
 the primary one as rung 2's (:func:`~toy_rl.arithmetic.comparison.comparison_checks`, whose Holm family gives the
 table's p_holm too), in one cell of the step-size grid of docs/protocol.md §7a only (:func:`comparison_checks`:
@@ -43,6 +43,23 @@ def comparison_checks(result: dict) -> list:
 def comparison_verdicts(result: dict) -> list[str]:
     """:func:`comparison_checks` as the lines notebooks and commands print."""
     return [verdict_line(v) for v in comparison_checks(result)]
+
+
+FIRST_ROLLOUT = ("reward_mean", "len_correct", "len_wrong")   # what a step-0 record logs of the first batch
+
+
+def shared_first_rollouts(result: dict) -> tuple[int, int]:
+    """(seeds whose runs all drew the same first rollout, seeds run by two rules or more), from the runs' first
+    records (the first batch's mean reward and answer lengths): the pairing by seed that the tests rely on, checked
+    from the logs. Runs that started from different warm starts, or computed in bf16 on CPUs that round it
+    differently (config.json's ``cpu_bf16``), draw other first rollouts from the same seed."""
+    firsts: dict = {}                  # seed -> what each rule's run logged of its first rollout
+    for seed_runs in result["runs"].values():
+        for records in seed_runs:
+            first = records[0]
+            firsts.setdefault(first.get("seed"), []).append(repr(tuple(first.get(k) for k in FIRST_ROLLOUT)))
+    several = [logged for logged in firsts.values() if len(logged) > 1]
+    return sum(len(set(logged)) == 1 for logged in several), len(several)
 
 
 def _specs(task, rules: dict, staleness: int, seeds, **settings) -> dict:
