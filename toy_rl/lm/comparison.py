@@ -5,14 +5,15 @@
     print(format_rows(result["rows"])); print(gate_line(result))
 
 The same design as rung 2's (:mod:`toy_rl.arithmetic.comparison`, docs/protocol.md §3-6): every rule of
-:func:`toy_rl.experiments.controls.control_rules` in one staleness cell, then the fixed rule at BAPO's realised
-mean bounds; seed k of every rule starts from the same model (and the task's cached LoRA warm start) and draws the
-same first rollout, so the tests pair runs by seed (:func:`shared_first_rollouts` checks it from the logs). Endpoints, declared before running: ``auc_accuracy``
-(primary: held-out accuracy averaged over training) and ``final_accuracy`` (reported); claims 5 and 6 judged on
-the primary one as rung 2's (:func:`~toy_rl.arithmetic.comparison.comparison_checks`, whose Holm family gives the
-table's p_holm too), in one cell of the step-size grid of docs/protocol.md §7a only (:func:`comparison_checks`:
-the preset's step; its half and double, another ~40 hours of one CPU core, are not run), so no claim is called
-supported or contradicted here across the grid.
+:func:`toy_rl.experiments.controls.control_rules` in one staleness cell, then the fixed rule at BAPO's realised mean
+bounds; seed k of every rule starts from the same model (and the task's LoRA warm start, committed in
+results/warm-starts/) and draws the same first rollout, so the tests pair runs by seed
+(:func:`shared_first_rollouts` checks it from the logs). Endpoints, declared before running: ``auc_accuracy``
+(primary: held-out accuracy averaged over training) and ``final_accuracy`` (reported); claims 5 and 6 judged on the
+primary one as rung 2's (:func:`~toy_rl.arithmetic.comparison.comparison_checks`, whose Holm family gives the
+table's p_holm too), in one cell of the step-size grid of docs/protocol.md §7a only (:func:`comparison_checks`: the
+preset's step; its half and double, another ~40 hours of one CPU core, are not run), so no claim is called supported
+or contradicted here across the grid.
 
 Runs go through the one runner (``<out>/<model>-<task>/<scenario>/<rule>/seed<k>``, resumable), so the
 comparison is made on a GPU (`toy-rl lora --task search-warm --controls --staleness 2 --seeds 10 --device cuda`)
