@@ -46,6 +46,10 @@ LOGGED = {
     "smollm2-135m-search-hard-warm": ("toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher "
                                       "bapo --staleness 2 --seeds 5 --dtype bfloat16 --micro-batch 16 --workers 2 "
                                       "(trained across sessions; collected with --finished as runs finish)"),
+    "rung3-compare/smollm2-135m-search-hard-warm": (
+        "toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher bapo --staleness 2 --seeds 5 "
+        "--dtype bfloat16 --micro-batch 16 --workers 2 --out runs/rung3-compare (from the warm start committed in "
+        "results/warm-starts/; trained seed by seed across sessions, collected with --finished as runs finish)"),
 }
 
 
@@ -54,7 +58,8 @@ WARM_STARTS = "warm-starts"
 
 # Experiments whose stored batches (batches.pt) stay out of results/: no notebook re-reads them, and results/ has
 # a size budget (tests/test_course.py).
-NO_BATCHES = {"pilot/smollm2-135m-search-hard-warm", "smollm2-135m-search-hard-warm"}
+NO_BATCHES = {"pilot/smollm2-135m-search-hard-warm", "smollm2-135m-search-hard-warm",
+              "rung3-compare/smollm2-135m-search-hard-warm"}
 
 
 def run_folders(root) -> list[Path]:
