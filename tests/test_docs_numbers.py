@@ -282,5 +282,12 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
     restarted = ROOT / "results" / "rung3-compare" / "smollm2-135m-search-hard-warm"
     landed = len(run_folders(restarted)) if restarted.is_dir() else 0
     assert f"smollm2-135m-search-hard-warm) holds {landed} of its 20 runs" in flat
+    if landed:
+        from toy_rl.lm.comparison import shared_first_rollouts
+        again = from_logs(restarted)
+        counts = ", ".join(f"{r['rule']} {r['seeds']}" for r in again["rows"])
+        same, several = shared_first_rollouts(again)
+        assert (f"holds {landed} of its 20 runs ({counts}); {same} of the {several} seeds run by two rules or more "
+                f"drew the same first rollout under every rule") in flat
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"{landed} of the restarted comparison's 20 runs are in" in readme
