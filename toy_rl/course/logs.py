@@ -17,7 +17,7 @@ import platform
 import shutil
 from pathlib import Path
 
-from ..experiments.logged import ABOUT, RESULTS, ROOT   # results/: the logs of the runs the full notebooks show
+from ..experiments.logged import ABOUT, RESULTS, ROOT, WARM_STARTS   # results/: the logs the notebooks show
 from ..rl.logbook import check_run, updates_so_far
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -52,9 +52,6 @@ LOGGED = {
         "results/warm-starts/; trained seed by seed across sessions, collected with --finished as runs finish)"),
 }
 
-
-# results/warm-starts/: the LoRA warm starts committed runs start from (toy_rl.lm.warmstart.commit), kept by collect
-WARM_STARTS = "warm-starts"
 
 # Experiments whose stored batches (batches.pt) stay out of results/: no notebook re-reads them, and results/ has
 # a size budget (tests/test_course.py).

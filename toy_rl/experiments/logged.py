@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs"            # where every command and notebook writes (the default ``out``)
 RESULTS = ROOT / "results"      # committed: the logs of the runs the notebooks show
 ABOUT = RESULTS / "about.json"  # {experiment: {"made": date, "machine": ..., "command": ...}}
+WARM_STARTS = "warm-starts"     # results/warm-starts/: committed LoRA warm starts (toy_rl.lm.warmstart)
 
 TRAIN_ENV = "TOY_RL_TRAIN"
 MODES = ("missing", "all", "never")

@@ -54,8 +54,8 @@ def cache_dir() -> Path:
 
 def committed_dir() -> Path:
     """``results/warm-starts``: warm starts committed with the runs that start from them, read before the cache."""
-    from ..experiments.logged import RESULTS
-    return RESULTS / "warm-starts"
+    from ..experiments.logged import RESULTS, WARM_STARTS
+    return RESULTS / WARM_STARTS
 
 
 def fingerprint(weights: dict) -> str:
@@ -186,14 +186,22 @@ def warm_start(policy, task, steps: int, batch: int = BATCH, lr: float = LR, see
     return losses
 
 
-def _read(folder: Path, policy) -> list[float]:
-    """Load the warm start in ``folder`` into ``policy``; ValueError if its adapters are not the ones its
-    meta.json fingerprinted (a file changed or swapped). Returns its losses."""
+def _verified(folder: Path) -> tuple[dict, dict]:
+    """(meta.json, adapters) of the warm start in ``folder``, the meta with its ``fingerprint`` (added if it had
+    none); ValueError if the adapters are not the ones meta.json fingerprinted (a file changed or swapped)."""
     meta = json.loads((folder / "meta.json").read_text())
     weights = load_state(folder / "adapters.pt")
-    if meta.get("fingerprint") not in (None, fingerprint(weights)):
-        raise ValueError(f"{folder / 'adapters.pt'} is not the warm start its meta.json names (fingerprint "
-                         f"{fingerprint(weights)}, expected {meta['fingerprint']}): delete the folder to train it again")
+    found = fingerprint(weights)
+    if meta.setdefault("fingerprint", found) != found:
+        raise ValueError(f"{folder / 'adapters.pt'} is not the warm start its meta.json names: it does not match "
+                         f"its meta.json's fingerprint ({found}, expected {meta['fingerprint']}); delete the folder "
+                         "to train it again")
+    return meta, weights
+
+
+def _read(folder: Path, policy) -> list[float]:
+    """Load the warm start in ``folder`` into ``policy`` (:func:`_verified`); returns its losses."""
+    meta, weights = _verified(folder)
     policy.set_weights(weights)
     return meta["losses"]
 
@@ -206,11 +214,7 @@ def commit(dest: Path | None = None) -> list[Path]:
     dest = committed_dir() if dest is None else Path(dest)
     written = []
     for src in sorted(p.parent for p in cache_dir().glob("*/adapters.pt")):
-        meta = json.loads((src / "meta.json").read_text())
-        weights = load_state(src / "adapters.pt")
-        meta.setdefault("fingerprint", fingerprint(weights))
-        if meta["fingerprint"] != fingerprint(weights):
-            raise ValueError(f"{src / 'adapters.pt'} does not match its meta.json's fingerprint; not committed")
+        meta, weights = _verified(src)
         target = dest / src.name
         if (target / "meta.json").is_file():
             held = json.loads((target / "meta.json").read_text()).get("fingerprint")
