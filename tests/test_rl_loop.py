@@ -124,3 +124,32 @@ def test_micro_batches_give_the_full_batch_update(agg):
     assert torch.allclose(full, micro, atol=1e-6)
     assert (s_full["c_low"], s_full["c_high"], s_full["loss"]) == pytest.approx(
         (s_micro["c_low"], s_micro["c_high"], s_micro["loss"]))
+
+
+@pytest.mark.parametrize("rule", ["symmetric", "clip-higher", "fixed"])
+def test_fixed_bounds_skip_the_scoring_pass_and_change_nothing(rule, monkeypatch):
+    """A rule whose bounds do not depend on the batch trains its micro-batches without the no-grad pass over the
+    whole batch: the same weights, statistics, entropy and log-probs, bit for bit (one micro-batch all padding)."""
+    from toy_rl.clipping import ClipHigher, FixedBounds, Symmetric
+    from toy_rl.rl import loop
+
+    obj = {"symmetric": Symmetric(), "clip-higher": ClipHigher(), "fixed": FixedBounds(lo=0.7, hi=1.5)}[rule]
+    batch = BatchSource(_policy(), TASK, 3, 4, TASK.max_answer_chars + 1, seed=0).next(0)
+    g = torch.Generator().manual_seed(0)
+    mask = batch.response_mask.clone()
+    mask[:5] = 0
+    batch = batch._replace(advantages=torch.randn(batch.advantages.shape, generator=g), response_mask=mask,
+                           old_logp=batch.old_logp + 0.3 * torch.randn(batch.old_logp.shape, generator=g))
+    after, calls = [], []
+    for skip in (True, False):
+        monkeypatch.setattr(loop, "has_fixed_bounds", lambda r, skip=skip: skip)
+        p = _policy()
+        score = p.score
+        monkeypatch.setattr(p, "score", lambda *a, **k: calls.append(skip) or score(*a, **k))
+        opt = torch.optim.SGD(p.trainable_parameters(), lr=0.1)
+        stats, logp = loop._update(p, opt, batch, obj, _cfg(micro_batch=5))
+        after.append((torch.cat([w.flatten() for w in p.trainable_parameters()]), stats, logp))
+    (w_skip, s_skip, lp_skip), (w_pass, s_pass, lp_pass) = after
+    assert torch.equal(w_skip, w_pass) and torch.equal(lp_skip, lp_pass)
+    assert s_skip == s_pass
+    assert calls.count(True) == 3 and calls.count(False) == 3 + 2      # 12 answers in micro-batches of 5

@@ -75,6 +75,12 @@ class _Fixed:
                       pos, neg, balance_of(pos, neg, self.balance), {})
 
 
+def has_fixed_bounds(rule) -> bool:
+    """Whether ``rule``'s bounds are the same whatever the batch (symmetric, clip-higher, fixed bounds; not BAPO,
+    and not a rule of your own unless it subclasses one of these)."""
+    return isinstance(rule, _Fixed)
+
+
 @dataclass(frozen=True)
 class FixedRule(_Fixed):
     """Clip to the fixed ratio bounds [1 − eps_low, 1 + eps_high]."""

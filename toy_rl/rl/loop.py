@@ -26,6 +26,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..clipping import FixedBounds, policy_loss, token_ratio
+from ..clipping.rules import has_fixed_bounds
 from .config import RLConfig, config_differences, rule_label
 from .diagnostics import balance_at_start
 from .logbook import Logbook
@@ -90,26 +91,47 @@ def _accumulate(policy, batch, rule, cfg):
     BAPO searches its bounds once per update over the whole batch (Algorithm 1; the authors'
     code searches per micro-batch instead): a no-grad pass scores every answer and picks the
     bounds, then each micro-batch's loss uses them, weighted so the sum equals the full-batch loss.
+    A rule whose bounds do not depend on the batch (symmetric, clip-higher, fixed bounds) needs no such
+    pass: the statistics come from the log-probs of the micro-batches' own forwards (the same numbers).
     """
     B, mb = batch.input_ids.shape[0], cfg.micro_batch
     chunks = [slice(i, i + mb) for i in range(0, B, mb)]
     score = lambda s: policy.score(batch.input_ids[s], batch.attention_mask[s], batch.start, cfg.temperature)
-    with torch.no_grad():
-        scored = [score(s) for s in chunks]
-    logp, entropy = torch.cat([lp for lp, _ in scored]), torch.cat([h for _, h in scored])
-    dev = logp.device
+    dev = policy.device
     mask, old, adv = batch.response_mask.to(dev), batch.old_logp.to(dev), batch.advantages.to(dev)
-    _, stats = policy_loss(logp, old, adv, mask, rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
-    fixed = FixedBounds(lo=stats["c_low"], hi=stats["c_high"])
     seqs = (mask.sum(1) > 0).float()
+    if has_fixed_bounds(rule):                  # bounds known before the batch is scored
+        bounds, scored = rule, None
+    else:
+        with torch.no_grad():
+            scored = [score(s) for s in chunks]
+        _, stats = _batch_loss(scored, old, adv, mask, rule, cfg)
+        bounds = FixedBounds(lo=stats["c_low"], hi=stats["c_high"])
+    own = []                                    # each micro-batch's (log-probs, entropy) from its own forward
     for s in chunks:
         if not mask[s].any():
+            if scored is None:
+                with torch.no_grad():
+                    own.append(score(s))
             continue
         weight = {"token-mean": mask[s].sum() / mask.sum(), "seq-mean-token-mean": seqs[s].sum() / seqs.sum()
                   }.get(cfg.agg, torch.tensor(mask[s].shape[0] / B))
-        loss, _ = policy_loss(score(s)[0], old[s], adv[s], mask[s], fixed, agg=cfg.agg, dual_clip=cfg.dual_clip)
+        logp_s, entropy_s = score(s)
+        loss, _ = policy_loss(logp_s, old[s], adv[s], mask[s], bounds, agg=cfg.agg, dual_clip=cfg.dual_clip)
         (loss * weight).backward()
+        own.append((logp_s.detach(), entropy_s))
+    if scored is None:
+        scored = own
+        with torch.no_grad():
+            _, stats = _batch_loss(scored, old, adv, mask, rule, cfg)
+    logp, entropy = torch.cat([lp for lp, _ in scored]), torch.cat([h for _, h in scored])
     return stats, entropy, mask, logp
+
+
+def _batch_loss(scored, old, adv, mask, rule, cfg):
+    """``policy_loss`` of the whole batch from its micro-batches' ``(logp, entropy)``."""
+    return policy_loss(torch.cat([lp for lp, _ in scored]), old, adv, mask, rule, agg=cfg.agg,
+                       dual_clip=cfg.dual_clip)
 
 
 def batch_metrics(batch, version: int) -> dict:

@@ -1,0 +1,111 @@
+"""Benchmark: rung 3's update (forward + backward + step) before and after two cuts that leave its numbers as they were.
+
+1. ``HFPolicy.head_on_answers``: the LM head and the float32 log-softmax over the 49,152-word vocabulary run on the
+   real answer tokens only, not on every padded position of the batch.
+2. A rule with fixed bounds (symmetric, clip-higher, fixed [lo, hi]) trains its micro-batches without the no-grad
+   scoring pass over the whole batch that BAPO needs for its search (:func:`toy_rl.rl.loop._accumulate`).
+
+"before" is the same code with both off (``head_on_answers=False``; ``has_fixed_bounds`` answering False, so every
+rule scores the batch first). One batch of the ``search-hard-warm`` task (8 prompts x 8 answers, at most 96 new tokens,
+sampled once in bf16 by SmolLM2-135M-Instruct with the smollm2-135m preset's LoRA, the adapters moved off zero so
+they matter; old log-probs jittered so that some ratios clip), micro-batch 16, as the comparison runs train. Each
+repeat runs before and after in turn from the same adapters, for symmetric and BAPO. It prints the machine, the
+median seconds, before / after, and whether the weights after the step, the log-probs and the logged statistics
+are the same bit for bit.
+Run: python bench/bench_update_cuts.py [--repeats 2 --dtype bfloat16]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+import torch
+
+from bench_bf16 import torch_machine_line
+
+RULES = ("symmetric", "bapo")
+
+
+def sampled_batch(policy, task, cfg):
+    """One update's batch, sampled by ``policy``, with its old log-probs jittered (seeded)."""
+    from toy_rl.rl.rollout import RolloutPool, make_batch
+    pool = RolloutPool(cfg.group_size, cfg.max_new_tokens)
+    pool.add(task.sample(cfg.prompts, random.Random(0)), policy.encode)
+    answers = [a for g in pool.groups for a in g.answers]
+    outs = policy.sample([a.prompt_ids for a in answers], cfg.max_new_tokens, cfg.temperature,
+                         torch.Generator().manual_seed(0))
+    for a, (toks, logp, _) in zip(answers, outs):
+        a.tokens, a.logp, a.version, a.finished = toks, logp, [0] * len(toks), True
+    batch = make_batch(pool.groups, task.reward, policy.decode, policy.pad_id, cfg.advantage)
+    noise = torch.randn(batch.old_logp.shape, generator=torch.Generator().manual_seed(1))
+    return batch._replace(old_logp=batch.old_logp + 0.2 * noise)
+
+
+def one_update(policy, adapters, batch, cfg, cuts: bool):
+    """(seconds, weights after, log-probs, stats) of one update from ``adapters``, with the cuts on or off."""
+    from toy_rl.clipping.rules import has_fixed_bounds
+    from toy_rl.rl import loop
+    policy.set_weights(adapters)
+    policy.head_on_answers = cuts
+    loop.has_fixed_bounds = has_fixed_bounds if cuts else (lambda rule: False)
+    try:
+        opt = loop.make_optimizer(policy, cfg.lr)
+        t0 = time.perf_counter()
+        stats, logp = loop._update(policy, opt, batch, cfg.rule_obj, cfg)
+        secs = time.perf_counter() - t0
+    finally:
+        loop.has_fixed_bounds = has_fixed_bounds
+    return secs, torch.cat([w.detach().flatten() for w in policy.trainable_parameters()]), logp, stats
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=2, help="timed updates per rule and path (default 2)")
+    ap.add_argument("--dtype", default="bfloat16", help="float32 or bfloat16 (default, as the comparison runs)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
+    args = ap.parse_args()
+    if min(args.repeats, args.threads) < 1:
+        ap.error("--repeats and --threads must be at least 1")
+    from toy_rl.experiments.tasks import make_task
+    from toy_rl.lm.load import llm_missing
+    from toy_rl.lm.presets import get_preset
+    from toy_rl.lm.run import make_policy, rl_defaults
+    from toy_rl.rl.config import RLConfig
+    if llm_missing():
+        print(f"skipped: {llm_missing()}")
+        return 0
+    torch.set_num_threads(args.threads)
+    print(torch_machine_line())
+    task, preset = make_task("lm", "search-hard-warm"), get_preset("smollm2-135m")
+    settings = {**rl_defaults(task, "smollm2-135m"), "max_new_tokens": 96, "micro_batch": 16}
+    policy = make_policy(preset.model, task, seed=0, dtype=args.dtype, device="cpu", rank=preset.lora_rank,
+                         alpha=preset.lora_alpha, share_prompts=preset.share_prompts, micro_batch=16)
+    gen = torch.Generator().manual_seed(5)
+    adapters = {k: v + 0.01 * torch.randn(v.shape, generator=gen) for k, v in policy.get_weights().items()}
+    policy.set_weights(adapters)
+    batch = sampled_batch(policy, task, RLConfig(rule="bapo", **settings))
+    print(f"SmolLM2-135M-Instruct, {args.dtype}, search-hard-warm: batch {tuple(batch.input_ids.shape)} with "
+          f"{int(batch.response_mask.sum())} answer tokens (prompt {batch.start}), micro-batch 16; "
+          f"{args.repeats} repeats after 1 warm-up, medians")
+    print("\n| rule | before s | after s | before / after | weights, log-probs, stats |\n|---|---|---|---|---|")
+    for rule in RULES:
+        cfg = RLConfig(rule=rule, **settings)
+        times, same = {True: [], False: []}, True
+        for r in range(args.repeats + 1):
+            out = {cuts: one_update(policy, adapters, batch, cfg, cuts) for cuts in (False, True)}
+            (_, w0, lp0, s0), (_, w1, lp1, s1) = out[False], out[True]
+            m = batch.response_mask.bool()
+            same &= torch.equal(w0, w1) and torch.equal(lp0[m], lp1[m]) and s0 == s1
+            if r:
+                for cuts in out:
+                    times[cuts].append(out[cuts][0])
+        before, after = statistics.median(times[False]), statistics.median(times[True])
+        print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | "
+              f"{'identical' if same else 'DIFFERENT'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
