@@ -1,25 +1,31 @@
-"""Benchmark: rung 3's update (forward + backward + step) before and after two cuts that leave its numbers as they were.
+"""Benchmark: rung 3's update before and after three cuts that leave its numbers as they were.
 
 1. ``HFPolicy.head_on_answers``: the LM head and the float32 log-softmax over the 49,152-word vocabulary run on the
    real answer tokens only, not on every padded position of the batch.
 2. A rule with fixed bounds (symmetric, clip-higher, fixed [lo, hi]) trains its micro-batches without the no-grad
    scoring pass over the whole batch that BAPO needs for its search (:func:`toy_rl.rl.loop._accumulate`).
+3. A bf16 policy's on-policy mini-batch (the first of each rollout) takes its old log-probs from the update's own
+   scoring pass instead of a second forward right after sampling (``BatchSource.update_scores_on_policy``).
 
-"before" is the same code with both off (``head_on_answers=False``; ``has_fixed_bounds`` answering False, so every
-rule scores the batch first). One batch of the ``search-hard-warm`` task (8 prompts x 8 answers, at most 96 new tokens,
-sampled once in bf16 by SmolLM2-135M-Instruct with the smollm2-135m preset's LoRA, the adapters moved off zero so
-they matter; old log-probs jittered so that some ratios clip), micro-batch 16, as the comparison runs train. Each
-repeat runs before and after in turn from the same adapters, for symmetric and BAPO. It prints the machine, the
-median seconds, before / after, and whether the weights after the step, the log-probs and the logged statistics
-are the same bit for bit.
-Run: python bench/bench_update_cuts.py [--repeats 2 --dtype bfloat16]
+"before" is the same code with all three off. Part 1 times one update (forward + backward + step: cuts 1 and 2) on
+one batch of the ``search-hard-warm`` task (8 prompts x 8 answers, at most 96 new tokens, sampled once in bf16 by
+SmolLM2-135M-Instruct with the smollm2-135m preset's LoRA, the adapters moved off zero so they matter; old log-probs
+jittered so that some ratios clip), micro-batch 16, as the comparison runs train; each repeat runs before and after
+in turn from the same adapters, for symmetric and BAPO. Part 2 (``--run``) trains the first ``--staleness`` + 1
+updates of a run from the task's committed warm start, as ``toy-rl lora --task search-hard-warm --staleness 2
+--dtype bfloat16 --micro-batch 16`` does (one rollout: sampling, scoring, updates), before and after. It prints the
+machine, the seconds, before / after, and whether the weights after the step, the log-probs and the logged
+statistics (part 2: every metric of every update) are the same bit for bit.
+Run: python bench/bench_update_cuts.py [--repeats 2 --dtype bfloat16 --run --staleness 2]
 """
 from __future__ import annotations
 
 import argparse
 import random
 import statistics
+import tempfile
 import time
+from contextlib import contextmanager
 
 import torch
 
@@ -43,21 +49,43 @@ def sampled_batch(policy, task, cfg):
     return batch._replace(old_logp=batch.old_logp + 0.2 * noise)
 
 
-def one_update(policy, adapters, batch, cfg, cuts: bool):
-    """(seconds, weights after, log-probs, stats) of one update from ``adapters``, with the cuts on or off."""
+@contextmanager
+def cuts_set(policy, on: bool):
+    """The three cuts on or off (off: the code as it ran before them)."""
     from toy_rl.clipping.rules import has_fixed_bounds
     from toy_rl.rl import loop
-    policy.set_weights(adapters)
-    policy.head_on_answers = cuts
-    loop.has_fixed_bounds = has_fixed_bounds if cuts else (lambda rule: False)
+    from toy_rl.rl.sources import BatchSource
+    policy.head_on_answers = BatchSource.update_scores_on_policy = on
+    loop.has_fixed_bounds = has_fixed_bounds if on else (lambda rule: False)
     try:
+        yield
+    finally:
+        policy.head_on_answers = BatchSource.update_scores_on_policy = True
+        loop.has_fixed_bounds = has_fixed_bounds
+
+
+def one_update(policy, adapters, batch, cfg, cuts: bool):
+    """(seconds, weights after, log-probs, stats) of one update from ``adapters``, with the cuts on or off."""
+    from toy_rl.rl import loop
+    policy.set_weights(adapters)
+    with cuts_set(policy, cuts):
         opt = loop.make_optimizer(policy, cfg.lr)
         t0 = time.perf_counter()
-        stats, logp = loop._update(policy, opt, batch, cfg.rule_obj, cfg)
+        stats, logp, _ = loop._update(policy, opt, batch, cfg.rule_obj, cfg)
         secs = time.perf_counter() - t0
-    finally:
-        loop.has_fixed_bounds = has_fixed_bounds
     return secs, torch.cat([w.detach().flatten() for w in policy.trainable_parameters()]), logp, stats
+
+
+def run_start(policy, adapters, task, cfg, cuts: bool):
+    """(seconds, records without their times, weights after) of a run's first ``cfg.steps`` updates from
+    ``adapters``, trained in a temporary folder with the cuts on or off."""
+    from toy_rl.rl.loop import train
+    policy.set_weights(adapters)
+    with cuts_set(policy, cuts), tempfile.TemporaryDirectory() as folder:
+        t0 = time.perf_counter()
+        records = train(cfg, policy, task, folder, resume=False, progress=False, heldout=[])
+        secs = time.perf_counter() - t0
+    return secs, [{k: v for k, v in r.items() if k != "seconds"} for r in records], policy.get_weights()
 
 
 def main() -> int:
@@ -65,6 +93,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="timed updates per rule and path (default 2)")
     ap.add_argument("--dtype", default="bfloat16", help="float32 or bfloat16 (default, as the comparison runs)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
+    ap.add_argument("--run", action="store_true", help="also part 2: a run's first updates from the warm start")
+    ap.add_argument("--staleness", type=int, default=2, help="part 2's staleness (reuse; default 2, as the "
+                                                              "comparison): it trains staleness + 1 updates")
     args = ap.parse_args()
     if min(args.repeats, args.threads) < 1:
         ap.error("--repeats and --threads must be at least 1")
@@ -104,6 +135,19 @@ def main() -> int:
         before, after = statistics.median(times[False]), statistics.median(times[True])
         print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | "
               f"{'identical' if same else 'DIFFERENT'} |")
+    if args.run:
+        from toy_rl.lm.run import warm_policy
+        warm_policy(policy, task, preset.model)
+        warm = policy.get_weights()
+        print(f"\nA run's first {args.staleness + 1} updates from the committed warm start (reuse-{args.staleness}: "
+              f"one rollout of {8 * (args.staleness + 1)} prompts x 8 answers), before and after, once each:")
+        print("\n| rule | before s | after s | before / after | every metric, weights |\n|---|---|---|---|---|")
+        for rule in RULES:
+            cfg = RLConfig(rule=rule, **{**settings, "staleness": args.staleness, "steps": args.staleness + 1,
+                                         "eval_every": 0, "checkpoint_every": args.staleness + 1})
+            (t0, rec0, w0), (t1, rec1, w1) = (run_start(policy, warm, task, cfg, cuts) for cuts in (False, True))
+            same = rec0 == rec1 and all(torch.equal(w0[k], w1[k]) for k in w0)
+            print(f"| {rule} | {t0:.1f} | {t1:.1f} | {t0 / t1:.2f}x | {'identical' if same else 'DIFFERENT'} |")
     return 0
 
 

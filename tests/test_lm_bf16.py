@@ -78,7 +78,7 @@ def test_bf16_base_with_fp32_adapters_grads_and_adam_state():
     assert p.dtype == torch.bfloat16 and p.rescore
     assert all(w.dtype == torch.float32 for w in p.trainable_parameters())
     opt = make_optimizer(p, 1e-2)
-    stats, logp = _update(p, opt, batch_of(p), CFG.rule_obj, CFG)
+    stats, logp, _ = _update(p, opt, batch_of(p), CFG.rule_obj, CFG)
     assert logp.dtype == torch.float32 and stats["grad_norm"] > 0
     assert all(w.dtype == w.grad.dtype == torch.float32 for w in p.trainable_parameters())
     states = [t for s in opt.state.values() for t in s.values() if t.is_floating_point() and t.dim() > 0]
@@ -86,27 +86,59 @@ def test_bf16_base_with_fp32_adapters_grads_and_adam_state():
     assert all(w.dtype == torch.bfloat16 for w in frozen)      # the step did not touch the base
 
 
-def test_on_policy_ratio_is_exactly_one_in_bf16():
-    """The sampler's log-probs are made off by a little (as bf16 rounding makes them on SmolLM2, ~0.013 nats):
-    with rescoring the update still sees ratios of exactly 1, and the gap is reported; without, it is not 1."""
+@pytest.mark.parametrize("how", ["scored by the update", "rescored by the sampler", "not rescored"])
+def test_on_policy_ratio_is_exactly_one_in_bf16(how, monkeypatch):
+    """The sampler's log-probs are made off by a little (as bf16 rounding makes them on SmolLM2, ~0.013 nats): an
+    on-policy batch gets the update's own log-probs as its old log-probs (by default) or the sampler scores its
+    answers again; either way the update sees ratios of exactly 1 and the gap is reported. Without, not 1."""
     p = policy("bfloat16")
     sample_batch = p._sample_batch
 
     def off(*args):
         return [(t, [x + 0.01 for x in lp], done) for t, lp, done in sample_batch(*args)]
     p._sample_batch = off
-    for rescore in (True, False):
-        p.rescore = rescore
-        b = batch_of(p)
-        gap = p.pop_logp_gap()
-        _, logp = _update(p, make_optimizer(p, 1e-12), b, CFG.rule_obj, CFG)
-        diff = (logp - b.old_logp)[b.response_mask.bool()]
-        if rescore:
-            # the offset plus the sampler's own bf16 rounding (a few 1e-6 here: the lean decode step merges LoRA)
-            assert gap == pytest.approx(0.01, abs=1e-4) and diff.abs().max().item() == 0.0
-            assert torch.exp(diff).eq(1).all()
-        else:
-            assert gap is None and diff.abs().min().item() > 0.005
+    p.rescore = how != "not rescored"
+    monkeypatch.setattr(BatchSource, "update_scores_on_policy", how == "scored by the update")
+    b = batch_of(p)
+    assert b.old_logp_from_update == (how == "scored by the update")
+    _, logp, trained = _update(p, make_optimizer(p, 1e-12), b, CFG.rule_obj, CFG)
+    gap = p.pop_logp_gap()
+    m = b.response_mask.bool()
+    diff = (logp - trained.old_logp)[m]
+    if how == "not rescored":
+        assert gap is None and diff.abs().min().item() > 0.005
+    else:
+        # the offset plus the sampler's own bf16 rounding (a few 1e-6 here: the lean decode step merges LoRA)
+        assert gap == pytest.approx(0.01, abs=1e-4) and diff.abs().max().item() == 0.0
+        assert torch.exp(diff).eq(1).all() and not trained.old_logp_from_update
+        assert (trained.old_logp[~m] == 0).all()
+
+
+@pytest.mark.parametrize("rule", ["symmetric", "bapo"])
+@pytest.mark.parametrize("kw", [dict(staleness=2), dict(staleness=0), dict(staleness=2, micro_batch=3)],
+                         ids=["reuse-2", "on-policy", "reuse-2-micro"])
+def test_old_logprobs_from_the_update_change_no_number_of_a_run(rule, kw, tmp_path, monkeypatch):
+    """A bf16 run whose on-policy batches take their old log-probs from the update (one forward fewer) writes the
+    same metrics, bit for bit, as one whose sampler scores every answer again; the gap is logged the same."""
+    from toy_rl.rl.loop import train
+    out = {}
+    for on in (True, False):
+        monkeypatch.setattr(BatchSource, "update_scores_on_policy", on)
+        p = policy("bfloat16")
+        cfg = RLConfig(rule=rule, steps=4, prompts=2, group_size=4, max_new_tokens=6, lr=0.3, eval_every=0,
+                       checkpoint_every=4, **kw)
+        folder = tmp_path / str(on)
+        gaps = []
+        train(cfg, p, FirstDigitTask(), folder, progress=False,
+              on_update=lambda record, batch, logp: gaps.append(p.pop_logp_gap()))
+        lines = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+        out[on] = [{k: v for k, v in r.items() if k != "seconds"} for r in lines], gaps, p.get_weights()
+    (rec_on, gap_on, w_on), (rec_off, gap_off, w_off) = out[True], out[False]
+    assert rec_on == rec_off and all(torch.equal(w_on[k], w_off[k]) for k in w_on)
+    fresh = kw["staleness"] + 1                                 # a rollout every `fresh` updates: its gap is logged
+    assert [g is None for g in gap_on] == [g is None for g in gap_off] == [i % fresh > 0 for i in range(4)]
+    assert [g for g in gap_on if g] == pytest.approx([g for g in gap_off if g], rel=1e-12)
+    assert all(r["ratio_max"] == r["ratio_min"] == 1.0 for r in rec_on[:4:fresh])            # on-policy: exactly 1
 
 
 def test_bf16_loss_and_gradients_close_to_fp32():
@@ -186,9 +218,9 @@ def test_a_run_names_the_cpus_bf16_units(monkeypatch):
 @pytest.mark.parametrize("share", [True, False])
 def test_the_head_on_answer_tokens_only_gives_the_same_numbers(dtype, share):
     """``score`` runs the LM head and log-softmax on real answer tokens only: log-probs, entropies and
-    gradients equal those of the head over every position up to rounding (measured here: bf16 bit for bit, float32
-    2e-7 with shared prompts, where the head multiplies another shape); padding reads 0. A token scored at the
-    wrong position would be off by about a nat."""
+    gradients equal those of the head over every position up to rounding (the head multiplies a matrix of another
+    shape: float32 log-probs moved by 2e-7 with shared prompts here; SmolLM2's bf16 gradients by 3e-4 relative);
+    padding reads 0. A token scored at the wrong position would be off by about a nat."""
     p = policy(dtype)
     b = batch_of(p)
     m = b.response_mask.bool()

@@ -112,7 +112,8 @@ def test_run_writes_its_folder_and_records(tmp_path):
     assert stored_steps(tmp_path) == [0, 1, 2]
     b = load_batch(tmp_path, 2)
     assert b["logp"].shape == b["old_logp"].shape == b["mask"].shape and b["advantages"].shape[0] == 8
-    assert json.loads((tmp_path / "config.json").read_text())["rule"] == "bapo"
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["rule"] == "bapo" and config["lm_head"] == "answer tokens"     # how the run scored its tokens
     with pytest.raises(ValueError, match="no stored batch"):
         load_batch(tmp_path, 99)
 

@@ -147,7 +147,7 @@ def test_fixed_bounds_skip_the_scoring_pass_and_change_nothing(rule, monkeypatch
         score = p.score
         monkeypatch.setattr(p, "score", lambda *a, **k: calls.append(skip) or score(*a, **k))
         opt = torch.optim.SGD(p.trainable_parameters(), lr=0.1)
-        stats, logp = loop._update(p, opt, batch, obj, _cfg(micro_batch=5))
+        stats, logp, _ = loop._update(p, opt, batch, obj, _cfg(micro_batch=5))
         after.append((torch.cat([w.flatten() for w in p.trainable_parameters()]), stats, logp))
     (w_skip, s_skip, lp_skip), (w_pass, s_pass, lp_pass) = after
     assert torch.equal(w_skip, w_pass) and torch.equal(lp_skip, lp_pass)

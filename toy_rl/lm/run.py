@@ -269,6 +269,8 @@ def train(spec, folder) -> list[dict]:
         written["warm_start"] = fingerprint(policy.get_weights())
     if policy.device.type == "cpu" and settings["dtype"] != "float32":
         written["cpu_bf16"] = cpu_bf16_units()      # bf16 rounds differently with and without AMX
+    if getattr(policy, "scores_answers_only", False):
+        written["lm_head"] = "answer tokens"        # the head's backward rounds differently from the full head's
     captured: dict = {}
     keep = spec.option("keep_batches")
     with lock_run(folder):                          # the batches are this run's too: one writer at a time

@@ -63,17 +63,20 @@ def update(policy, optimizer, batch, rule, cfg: RLConfig) -> dict:
 
 
 def _update(policy, optimizer, batch, rule, cfg):
-    """:func:`update`, also returning the detached log-probs the loss saw (before the step)."""
+    """:func:`update`, also returning the detached log-probs the loss saw (before the step) and the batch as the loss
+    saw it: a batch with ``old_logp_from_update`` (on-policy; its sampler did not score it a second time) gets this
+    update's own log-probs, detached, as its old log-probs (:func:`_own_old_logp`): ratios of exactly 1."""
     policy.train()
     optimizer.zero_grad(set_to_none=True)
     if cfg.micro_batch is None or cfg.micro_batch >= batch.input_ids.shape[0]:
         logp, entropy = policy.score(batch.input_ids, batch.attention_mask, batch.start, cfg.temperature)
+        batch = _own_old_logp(policy, batch, logp) if batch.old_logp_from_update else batch
         mask = batch.response_mask.to(logp.device)
         loss, stats = policy_loss(logp, batch.old_logp.to(logp.device), batch.advantages.to(logp.device), mask,
                                   rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
         loss.backward()
     else:
-        stats, entropy, mask, logp = _accumulate(policy, batch, rule, cfg)
+        stats, entropy, mask, logp, batch = _accumulate(policy, batch, rule, cfg)
     params = [p for p in policy.trainable_parameters() if p.grad is not None]
     grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
     optimizer.step()
@@ -82,7 +85,17 @@ def _update(policy, optimizer, batch, rule, cfg):
     stats["entropy"] = float((entropy.detach() * mask).sum() / mask.sum())
     logp = logp.detach()
     stats.update(balance_at_start(token_ratio(logp, batch.old_logp.to(logp.device)), batch.advantages, mask))
-    return stats, logp
+    return stats, logp, batch
+
+
+def _own_old_logp(policy, batch, logp):
+    """``batch`` with ``logp`` (the update's log-probs, detached; 0 at padding) as its old log-probs. The sampler's
+    log-probs they replace count toward the policy's sampler-vs-scorer gap, as its rescoring would have counted them."""
+    mask = batch.response_mask.bool()
+    own = torch.where(mask, logp.detach().to(batch.old_logp.device, torch.float32), 0.0)
+    if hasattr(policy, "add_logp_gap"):
+        policy.add_logp_gap(batch.old_logp, own, mask)
+    return batch._replace(old_logp=own, old_logp_from_update=False)
 
 
 def _accumulate(policy, batch, rule, cfg):
@@ -93,20 +106,26 @@ def _accumulate(policy, batch, rule, cfg):
     bounds, then each micro-batch's loss uses them, weighted so the sum equals the full-batch loss.
     A rule whose bounds do not depend on the batch (symmetric, clip-higher, fixed bounds) needs no such
     pass: the statistics come from the log-probs of the micro-batches' own forwards (the same numbers).
+    Returns the statistics, entropy, mask, log-probs and the batch (its old log-probs the update's own, where
+    ``batch.old_logp_from_update``).
     """
     B, mb = batch.input_ids.shape[0], cfg.micro_batch
     chunks = [slice(i, i + mb) for i in range(0, B, mb)]
     score = lambda s: policy.score(batch.input_ids[s], batch.attention_mask[s], batch.start, cfg.temperature)
     dev = policy.device
-    mask, old, adv = batch.response_mask.to(dev), batch.old_logp.to(dev), batch.advantages.to(dev)
+    own_old = batch.old_logp_from_update
+    mask, adv = batch.response_mask.to(dev), batch.advantages.to(dev)
     seqs = (mask.sum(1) > 0).float()
     if has_fixed_bounds(rule):                  # bounds known before the batch is scored
         bounds, scored = rule, None
     else:
         with torch.no_grad():
             scored = [score(s) for s in chunks]
-        _, stats = _batch_loss(scored, old, adv, mask, rule, cfg)
+        if own_old:
+            batch = _own_old_logp(policy, batch, torch.cat([lp for lp, _ in scored]))
+        _, stats = _batch_loss(scored, batch.old_logp.to(dev), adv, mask, rule, cfg)
         bounds = FixedBounds(lo=stats["c_low"], hi=stats["c_high"])
+    old = batch.old_logp.to(dev)
     own = []                                    # each micro-batch's (log-probs, entropy) from its own forward
     for s in chunks:
         if not mask[s].any():
@@ -117,15 +136,18 @@ def _accumulate(policy, batch, rule, cfg):
         weight = {"token-mean": mask[s].sum() / mask.sum(), "seq-mean-token-mean": seqs[s].sum() / seqs.sum()
                   }.get(cfg.agg, torch.tensor(mask[s].shape[0] / B))
         logp_s, entropy_s = score(s)
-        loss, _ = policy_loss(logp_s, old[s], adv[s], mask[s], bounds, agg=cfg.agg, dual_clip=cfg.dual_clip)
+        old_s = logp_s.detach() if own_old and scored is None else old[s]
+        loss, _ = policy_loss(logp_s, old_s, adv[s], mask[s], bounds, agg=cfg.agg, dual_clip=cfg.dual_clip)
         (loss * weight).backward()
         own.append((logp_s.detach(), entropy_s))
     if scored is None:
         scored = own
+        if own_old:
+            batch = _own_old_logp(policy, batch, torch.cat([lp for lp, _ in scored]))
         with torch.no_grad():
-            _, stats = _batch_loss(scored, old, adv, mask, rule, cfg)
+            _, stats = _batch_loss(scored, batch.old_logp.to(dev), adv, mask, rule, cfg)
     logp, entropy = torch.cat([lp for lp, _ in scored]), torch.cat([h for _, h in scored])
-    return stats, entropy, mask, logp
+    return stats, entropy, mask, logp, batch
 
 
 def _batch_loss(scored, old, adv, mask, rule, cfg):
@@ -199,7 +221,7 @@ def _train(cfg, policy, task, out: Path, resume, progress, heldout, on_update) -
         batch = source.next(step)
         if batch is not None:
             record.update(batch_metrics(batch, step))
-            stats, logp = _update(policy, optimizer, batch, rule, cfg)
+            stats, logp, batch = _update(policy, optimizer, batch, rule, cfg)
             record.update(stats)
             if on_update is not None:
                 on_update(record, batch, logp)

@@ -51,6 +51,7 @@ class Batch(NamedTuple):
     rewards: torch.Tensor         # (B,)
     advantages: torch.Tensor      # (B,)
     groups: list
+    old_logp_from_update: bool = False  # on-policy, not rescored: the update's own log-probs become old_logp
 
 
 class RolloutPool:
@@ -70,14 +71,17 @@ class RolloutPool:
             ids = encode(prob.prompt)
             self.groups.append(Group(prob, [Answer(list(ids)) for _ in range(self.group_size)]))
 
-    def generate(self, policy, version: int, temperature: float = 1.0, generator=None) -> int:
-        """Extend every unfinished answer by up to ``budget`` tokens under ``policy``; returns tokens written."""
+    def generate(self, policy, version: int, temperature: float = 1.0, generator=None, rescore_from: int = 0) -> int:
+        """Extend every unfinished answer by up to ``budget`` tokens under ``policy``; returns tokens written.
+        ``rescore_from`` > 0: a policy that rescores its samples (bf16) leaves the first ``rescore_from`` unfinished
+        answers, in group order, with the sampler's log-probs (their update scores them)."""
         todo = [a for g in self.groups for a in g.answers if not a.finished]
         if not todo:
             return 0
         room = [self.max_new_tokens - len(a.tokens) for a in todo]
         n_new = min(self.budget, max(room))
-        samples = policy.sample([a.prompt_ids + a.tokens for a in todo], n_new, temperature, generator)
+        kw = {"rescore_from": rescore_from} if rescore_from else {}
+        samples = policy.sample([a.prompt_ids + a.tokens for a in todo], n_new, temperature, generator, **kw)
         written = 0
         for a, left, (toks, lps, done) in zip(todo, room, samples):
             toks, lps = toks[:left], lps[:left]
