@@ -289,5 +289,13 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         same, several = shared_first_rollouts(again)
         assert (f"holds {landed} of its 20 runs ({counts}); {same} of the {several} seeds run by two rules or more "
                 f"drew the same first rollout under every rule") in flat
+        first = {}                                  # seed 0's first rollout and accuracy at update 0, per rule
+        for path in restarted.glob("reuse-2/*/seed0/metrics.jsonl"):
+            step0 = json.loads(path.read_text().splitlines()[0])
+            first[path.parts[-3]] = (f"{step0['reward_mean']:.3f}", f"{100 * step0['accuracy']:.0f} %")
+        assert first["bapo"] == first["symmetric"] != first["clip-higher"]
+        assert f"drew one first rollout (mean reward {first['bapo'][0]})" in flat
+        assert f"drew another ({first['clip-higher'][0]})" in flat
+        assert first["bapo"][1] == first["clip-higher"][1] and f"both answered {first['bapo'][1]} of the held-out" in flat
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"{landed} of the restarted comparison's 20 runs are in" in readme
