@@ -219,7 +219,7 @@ def test_a_run_names_the_cpus_bf16_units(monkeypatch):
 def test_the_head_on_answer_tokens_only_gives_the_same_numbers(dtype, share):
     """``score`` runs the LM head and log-softmax on real answer tokens only: log-probs, entropies and
     gradients equal those of the head over every position up to rounding (the head multiplies a matrix of another
-    shape: float32 log-probs moved by 2e-7 with shared prompts here; SmolLM2's bf16 gradients by 3e-4 relative);
+    shape: float32 log-probs moved by 2e-7 with shared prompts here; SmolLM2's bf16 log-probs not at all);
     padding reads 0. A token scored at the wrong position would be off by about a nat."""
     p = policy(dtype)
     b = batch_of(p)

@@ -97,10 +97,13 @@ class HFPolicy:
     head_on_answers:
         in ``score``, run the LM head and the log-softmax on the real answer tokens only (not on padding), where
         the model's forward ends with its head (:data:`HEAD_LAST`), in less time. The log-probs are the same bit
-        for bit; the gradients only up to rounding (the head's backward multiplies a matrix of another shape: a
-        gradient norm of 0.14957 against 0.14962 on one bf16 SmolLM2 batch). A run records it in config.json
-        (``"lm_head": "answer tokens"``).
+        for bit; the gradients only up to rounding (the head's backward multiplies a matrix of another shape), and
+        AdamW's first steps make rounding in near-zero gradients into whole steps, so a run parts from the one it
+        would have been after its first update (``bench/bench_update_cuts.py --run``). A run records it in
+        config.json (``"lm_head": "answer tokens"``).
     """
+
+    sample_takes_rescore_from = True    # sample(rescore_from=k) leaves the first k answers to their update's scoring
 
     def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
                  system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True,

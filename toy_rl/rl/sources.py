@@ -19,7 +19,6 @@ docs/protocol.md, section 4 (the kinds of staleness):
 from __future__ import annotations
 
 import copy
-import inspect
 import random
 
 import torch
@@ -87,9 +86,9 @@ class BatchSource:
         (bf16: :meth:`toy_rl.lm.policy.HFPolicy.sample`'s ``rescore``); else 0. The update's first scoring pass gives
         the same numbers (the same forward, the same weights), so this saves a forward over a third of a reuse-2
         rollout and over every batch on-policy."""
-        sample = getattr(self.policy, "sample", None)
-        if not (self.update_scores_on_policy and getattr(self.policy, "rescore", False) and self.temperature > 0
-                and "rescore_from" in inspect.signature(sample).parameters):
+        p = self.policy
+        if not (self.update_scores_on_policy and getattr(p, "rescore", False) and self.temperature > 0
+                and getattr(p, "sample_takes_rescore_from", False)):
             return 0
         return self.prompts * self.pool.group_size
 
