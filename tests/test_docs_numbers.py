@@ -289,6 +289,9 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         same, several = shared_first_rollouts(again)
         assert (f"holds {landed} of its 20 runs ({counts}); {same} of the {several} seeds run by two rules or more "
                 f"drew the same first rollout under every rule") in flat
+        g = again["gate"]
+        assert (f"BAPO's search moved its bounds in {100 * g['search_moved_frac']:.0f} % of its {g['updates']} "
+                f"updates, mean bounds [{g['c_low_mean']:.2f}, {g['c_high_mean']:.2f}]") in flat
         first = {}                                  # seed 0's first rollout and accuracy at update 0, per rule
         for path in restarted.glob("reuse-2/*/seed0/metrics.jsonl"):
             step0 = json.loads(path.read_text().splitlines()[0])
