@@ -121,9 +121,10 @@ def _accumulate(policy, batch, rule, cfg):
     else:
         with torch.no_grad():
             scored = [score(s) for s in chunks]
+        logp = torch.cat([lp for lp, _ in scored])
         if own_old:
-            batch = _own_old_logp(policy, batch, torch.cat([lp for lp, _ in scored]))
-        _, stats = _batch_loss(scored, batch.old_logp.to(dev), adv, mask, rule, cfg)
+            batch = _own_old_logp(policy, batch, logp)
+        _, stats = policy_loss(logp, batch.old_logp.to(dev), adv, mask, rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
         bounds = FixedBounds(lo=stats["c_low"], hi=stats["c_high"])
     old = batch.old_logp.to(dev)
     own = []                                    # each micro-batch's (log-probs, entropy) from its own forward
@@ -140,20 +141,14 @@ def _accumulate(policy, batch, rule, cfg):
         loss, _ = policy_loss(logp_s, old_s, adv[s], mask[s], bounds, agg=cfg.agg, dual_clip=cfg.dual_clip)
         (loss * weight).backward()
         own.append((logp_s.detach(), entropy_s))
-    if scored is None:
-        scored = own
+    if scored is None:                          # fixed bounds: the statistics from the micro-batches' own log-probs
+        scored, logp = own, torch.cat([lp for lp, _ in own])
         if own_old:
-            batch = _own_old_logp(policy, batch, torch.cat([lp for lp, _ in scored]))
+            batch = _own_old_logp(policy, batch, logp)
         with torch.no_grad():
-            _, stats = _batch_loss(scored, batch.old_logp.to(dev), adv, mask, rule, cfg)
-    logp, entropy = torch.cat([lp for lp, _ in scored]), torch.cat([h for _, h in scored])
-    return stats, entropy, mask, logp, batch
-
-
-def _batch_loss(scored, old, adv, mask, rule, cfg):
-    """``policy_loss`` of the whole batch from its micro-batches' ``(logp, entropy)``."""
-    return policy_loss(torch.cat([lp for lp, _ in scored]), old, adv, mask, rule, agg=cfg.agg,
-                       dual_clip=cfg.dual_clip)
+            _, stats = policy_loss(logp, batch.old_logp.to(dev), adv, mask, rule, agg=cfg.agg,
+                                   dual_clip=cfg.dual_clip)
+    return stats, torch.cat([h for _, h in scored]), mask, logp, batch
 
 
 def batch_metrics(batch, version: int) -> dict:
