@@ -13,13 +13,17 @@ target is 30 s. Each repeat gives both dtypes the same prompts, in turn
 2. score old log-probs: the answers scored again by the update's forward right after sampling (what a bf16 run
    does for the mini-batches of a rollout that train later, so that their old log-probs are the scorer's; a
    float32 run keeps the sampler's log-probs and skips it);
-3. forward + backward + step: :func:`toy_rl.rl.loop.update` (score, clipped loss, backward, clip, AdamW).
+3. forward + backward + step: :func:`toy_rl.rl.loop.update` (score, clipped loss, backward, clip, AdamW) on a
+   batch whose old log-probs came from phase 2 (fp32: the sampler's), as every update of a float32 run and the
+   stale updates of a bf16 reuse run train; BAPO scores the whole batch first, to search its bounds;
+4. on-policy update (bf16 runs only): the same on the same batch as a bf16 run's on-policy update trains it, its
+   old log-probs its own forward's (ratios exactly 1, so BAPO needs no search pass first).
 
 It prints the machine, the median seconds of each phase per dtype and fp32 / bf16, the update as a run
-makes it, and bf16's sampler-vs-scorer log-prob gap. An on-policy update costs phases 1 + 3 in either dtype (a
-bf16 run takes an on-policy batch's old log-probs from the update's own scoring pass, so phase 2 is skipped). In
-a reuse-K run (--staleness K) every answer is sampled once and the K stale mini-batches of each rollout of K + 1
-are scored a second time in bf16: an update costs 1 + 3, plus K / (K + 1) of phase 2 in bf16.
+makes it, and bf16's sampler-vs-scorer log-prob gap. An on-policy update costs phases 1 + 3 in float32 and 1 + 4
+in bf16 (which skips phase 2 too). In a reuse-K run (--staleness K) every answer is sampled once and the K stale
+mini-batches of each rollout of K + 1 are scored a second time in bf16: a bf16 update costs 1, plus 1 / (K + 1) of
+4 and K / (K + 1) of 2 + 3.
 Run: python bench/bench_lm_update.py [--repeats 3 --task add --threads 1 --max-new-tokens N --micro-batch M]
 """
 from __future__ import annotations
@@ -34,7 +38,7 @@ import torch
 from bench_bf16 import torch_machine_line
 
 DTYPES = ("float32", "bfloat16")
-PHASES = ("sample", "score old log-probs", "forward + backward + step")
+PHASES = ("sample", "score old log-probs", "forward + backward + step", "on-policy update")
 
 
 def preset_name() -> str:
@@ -74,7 +78,10 @@ def one_update(policy, optimizer, task, cfg, seed: int) -> tuple[dict, float | N
     t3 = time.perf_counter()
     update(policy, optimizer, batch, cfg.rule_obj, cfg)
     t4 = time.perf_counter()
-    return dict(zip(PHASES, (t1 - t0, t2 - t1, t4 - t3))), policy.pop_logp_gap()
+    if rescore:                                 # a bf16 run's on-policy update: old log-probs from its own forward
+        update(policy, optimizer, batch._replace(old_logp_from_update=True), cfg.rule_obj, cfg)
+    t5 = time.perf_counter()
+    return dict(zip(PHASES, (t1 - t0, t2 - t1, t4 - t3, t5 - t4 if rescore else t4 - t3))), policy.pop_logp_gap()
 
 
 def main() -> int:
@@ -123,19 +130,22 @@ def main() -> int:
                 if dt == "bfloat16" and gap is not None:
                     gaps.append(gap)
     med = {dt: {ph: statistics.median(v) for ph, v in times[dt].items()} for dt in DTYPES}
-    run = {dt: med[dt][PHASES[0]] + med[dt][PHASES[2]] for dt in DTYPES}
+    run = {dt: med[dt][PHASES[0]] + med[dt][PHASES[3]] for dt in DTYPES}     # fp32's phase 4 is its phase 3
     print(f"\n| phase | float32 s | bfloat16 s | fp32 / bf16 |\n|---|---|---|---|")
     for ph in PHASES:
-        note = " (bf16 runs only)" if ph == PHASES[1] else ""
+        note = " (bf16 runs only)" if ph == PHASES[1] else " (fp32: phase 3)" if ph == PHASES[3] else ""
         print(f"| {ph}{note} | {med['float32'][ph]:.2f} | {med['bfloat16'][ph]:.2f} | "
               f"{med['float32'][ph] / med['bfloat16'][ph]:.2f}x |")
-    print(f"| on-policy update as a run makes it (1 + 3) | {run['float32']:.2f} | {run['bfloat16']:.2f} | "
+    print(f"| on-policy update as a run makes it (1 + 4) | {run['float32']:.2f} | {run['bfloat16']:.2f} | "
           f"{run['float32'] / run['bfloat16']:.2f}x |")
     judged = run["bfloat16"]
     if args.staleness > 0:
         k = args.staleness
-        mean = {"float32": run["float32"], "bfloat16": run["bfloat16"] + med["bfloat16"][PHASES[1]] * k / (k + 1)}
-        print(f"| mean update of a reuse-{k} run (1 + 3, bf16 + {k}/{k + 1} of 2) | {mean['float32']:.2f} | "
+        bf = med["bfloat16"]
+        mean = {"float32": run["float32"],
+                "bfloat16": bf[PHASES[0]] + (bf[PHASES[3]] + k * (bf[PHASES[1]] + bf[PHASES[2]])) / (k + 1)}
+        print(f"| mean update of a reuse-{k} run (1 + 3; bf16: 1 + 1/{k + 1} of 4 + {k}/{k + 1} of 2 + 3) | "
+              f"{mean['float32']:.2f} | "
               f"{mean['bfloat16']:.2f} | {mean['float32'] / mean['bfloat16']:.2f}x |")
         judged = mean["bfloat16"]
     if gaps:

@@ -1,17 +1,20 @@
-"""Benchmark: rung 3's update before and after three cuts that leave its numbers as they were.
+"""Benchmark: rung 3's update before and after four cuts that leave its numbers as they were.
 
 1. ``HFPolicy.head_on_answers``: the LM head and the float32 log-softmax over the 49,152-word vocabulary run on the
    real answer tokens only, not on every padded position of the batch.
 2. A rule with fixed bounds (symmetric, clip-higher, fixed [lo, hi]) trains its micro-batches without the no-grad
-   scoring pass over the whole batch that BAPO needs for its search (:func:`toy_rl.rl.loop._accumulate`).
+   scoring pass over the whole batch that BAPO needs for its search (:func:`toy_rl.rl.loop.needs_search_pass`).
 3. A bf16 policy's on-policy mini-batch (the first of each rollout) takes its old log-probs from the update's own
    scoring pass instead of a second forward right after sampling (``BatchSource.update_scores_on_policy``).
+4. BAPO on policy skips that pass too: every ratio is exactly 1 there, inside any bounds BAPO can pick.
 
-"before" is the same code with all three off. Part 1 times one update (forward + backward + step: cuts 1 and 2) on
+"before" is the same code with all four off. Part 1 times one update (forward + backward + step: cuts 1 and 2) on
 one batch of the ``search-hard-warm`` task (8 prompts x 8 answers, at most 96 new tokens, sampled once in bf16 by
 SmolLM2-135M-Instruct with the smollm2-135m preset's LoRA, the adapters moved off zero so they matter; old log-probs
 jittered so that some ratios clip), micro-batch 16, as the comparison runs train; each repeat runs before and after
-in turn from the same adapters, for symmetric and BAPO. Part 2 (``--run``) trains the first ``--staleness`` + 1
+in turn from the same adapters, for symmetric and BAPO. Then BAPO's update with ``hold_graphs`` off and on (its
+search pass keeps each micro-batch's graph for the backward instead of a second forward), with the peak memory of
+this process after each (the held graphs' cost). Part 2 (``--run``) trains the first ``--staleness`` + 1
 updates of a run from the task's committed warm start, as ``toy-rl lora --task search-hard-warm --staleness 2
 --dtype bfloat16 --micro-batch 16`` does (one rollout: sampling, scoring, updates), before and after. It prints the
 machine, the seconds, before / after, and how far apart the two are: the log-probs and the step each made (the
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import statistics
 import tempfile
 import time
@@ -52,23 +56,25 @@ def sampled_batch(policy, task, cfg):
 
 @contextmanager
 def cuts_set(policy, on: bool):
-    """The three cuts on or off (off: the code as it ran before them)."""
-    from toy_rl.clipping.rules import has_fixed_bounds
+    """The four cuts on or off (off: the code as it ran before them: every rule scored the whole batch first)."""
     from toy_rl.rl import loop
     from toy_rl.rl.sources import BatchSource
+    needs = loop.needs_search_pass
     policy.head_on_answers = BatchSource.update_scores_on_policy = on
-    loop.has_fixed_bounds = has_fixed_bounds if on else (lambda rule: False)
+    loop.needs_search_pass = needs if on else (lambda rule, on_policy: True)
     try:
         yield
     finally:
         policy.head_on_answers = BatchSource.update_scores_on_policy = True
-        loop.has_fixed_bounds = has_fixed_bounds
+        loop.needs_search_pass = needs
 
 
-def one_update(policy, adapters, batch, cfg, cuts: bool):
-    """(seconds, weights after, log-probs, stats) of one update from ``adapters``, with the cuts on or off."""
+def one_update(policy, adapters, batch, cfg, cuts: bool, hold: bool = False):
+    """(seconds, weights after, log-probs, stats) of one update from ``adapters``, with the cuts on or off and
+    ``hold_graphs`` as ``hold``."""
     from toy_rl.rl import loop
     policy.set_weights(adapters)
+    policy.hold_graphs = hold
     with cuts_set(policy, cuts):
         opt = loop.make_optimizer(policy, cfg.lr)
         t0 = time.perf_counter()
@@ -93,6 +99,7 @@ def run_start(policy, adapters, task, cfg, cuts: bool):
     ``adapters``, trained in a temporary folder with the cuts on or off."""
     from toy_rl.rl.loop import train
     policy.set_weights(adapters)
+    policy.hold_graphs = False
     with cuts_set(policy, cuts), tempfile.TemporaryDirectory() as folder:
         t0 = time.perf_counter()
         records = train(cfg, policy, task, folder, resume=False, progress=False, heldout=[])
@@ -147,6 +154,19 @@ def main() -> int:
         before, after = statistics.median(times[False]), statistics.median(times[True])
         print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | {difference(lp0[m], lp1[m])} | "
               f"{difference(w0 - adapters_flat(adapters), w1 - adapters_flat(adapters))} |")
+    cfg, peak, times = RLConfig(rule="bapo", **settings), {}, {True: [], False: []}
+    for hold in (False, True):                  # the process's peak memory only grows: the held graphs last
+        for r in range(args.repeats + 1):
+            out[hold] = one_update(policy, adapters, batch, cfg, True, hold)
+            times[hold] += [out[hold][0]] if r else []
+        peak[hold] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
+    (_, w0, lp0, _), (_, w1, lp1, _) = out[False], out[True]
+    two, held = statistics.median(times[False]), statistics.median(times[True])
+    print(f"\nBAPO's update with the four cuts, its search pass a second forward (hold_graphs off) or the graphs "
+          "held for the backward (on):\n\n| hold_graphs | seconds | peak memory of this process GiB | log-probs | "
+          f"weights after the step |\n|---|---|---|---|---|\n| off | {two:.2f} | {peak[False]:.2f} | | |\n"
+          f"| on | {held:.2f} ({two / held:.2f}x) | {peak[True]:.2f} | {difference(lp0[m], lp1[m])} | "
+          f"{difference(w0 - adapters_flat(adapters), w1 - adapters_flat(adapters))} |")
     if args.run:
         from toy_rl.lm.run import warm_policy
         warm_policy(policy, task, preset.model)

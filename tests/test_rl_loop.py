@@ -153,3 +153,59 @@ def test_fixed_bounds_skip_the_scoring_pass_and_change_nothing(rule, monkeypatch
     assert torch.equal(w_skip, w_pass) and torch.equal(lp_skip, lp_pass)
     assert s_skip == s_pass
     assert calls.count(True) == 3 and calls.count(False) == 3 + 2      # 12 answers in micro-batches of 5
+
+
+def _jittered_batch(on_policy: bool):
+    """A batch of 12 answers (the first 5 all padding), random advantages; off policy: old log-probs jittered."""
+    batch = BatchSource(_policy(), TASK, 3, 4, TASK.max_answer_chars + 1, seed=0).next(0)
+    g = torch.Generator().manual_seed(0)
+    mask = batch.response_mask.clone()
+    mask[:5] = 0
+    old = batch.old_logp if on_policy else batch.old_logp + 0.3 * torch.randn(batch.old_logp.shape, generator=g)
+    return batch._replace(advantages=torch.randn(batch.advantages.shape, generator=g), response_mask=mask,
+                          old_logp=old, old_logp_from_update=on_policy)
+
+
+def _bapo_update_both_ways(monkeypatch, batch, set_way):
+    """[(weights, stats, log-probs, score calls)] of one BAPO update in micro-batches of 5, ``set_way(policy, way)``
+    for way True, then False."""
+    from toy_rl.clipping import BAPO
+    from toy_rl.rl import loop
+    out = []
+    for way in (True, False):
+        p, calls = _policy(), []
+        set_way(p, way)
+        score = p.score
+        monkeypatch.setattr(p, "score", lambda *a, **k: calls.append(torch.is_grad_enabled()) or score(*a, **k))
+        opt = torch.optim.SGD(p.trainable_parameters(), lr=0.1)
+        stats, logp, _ = loop._update(p, opt, batch, BAPO(rho0=0.9), _cfg(micro_batch=5))
+        out.append((torch.cat([w.flatten() for w in p.trainable_parameters()]), stats, logp, calls))
+    return out
+
+
+def test_bapo_on_policy_skips_the_search_pass_and_changes_nothing(monkeypatch):
+    """On policy every ratio is exactly 1 and BAPO's bounds hold 1, so no token clips whatever the search finds: the
+    micro-batches train without the whole-batch pass, and weights, statistics (the bounds searched over the whole
+    batch) and log-probs are the same bit for bit as with it."""
+    from toy_rl.rl import loop
+    needs = loop.needs_search_pass
+
+    def set_way(p, skip):
+        monkeypatch.setattr(loop, "needs_search_pass", needs if skip else (lambda rule, on: True))
+    batch = _jittered_batch(on_policy=True)
+    assert not needs(loop.BAPO(), True) and needs(loop.BAPO(), False)
+    (w_skip, s_skip, lp_skip, c_skip), (w_pass, s_pass, lp_pass, c_pass) = _bapo_update_both_ways(
+        monkeypatch, batch, set_way)
+    assert torch.equal(w_skip, w_pass) and torch.equal(lp_skip, lp_pass) and s_skip == s_pass
+    assert s_pass["c_high"] > 1.2                       # the search moved: its bounds are the whole batch's
+    assert len(c_skip) == 3 and len(c_pass) == 3 + 2    # 12 answers in micro-batches of 5, the first all padding
+
+
+def test_held_graphs_score_each_answer_once_and_change_nothing(monkeypatch):
+    """``hold_graphs``: BAPO's search pass (off policy) keeps each micro-batch's graph for its backward instead of
+    a second forward: one forward per micro-batch, and the same weights, statistics and log-probs bit for bit."""
+    batch = _jittered_batch(on_policy=False)
+    (w_hold, s_hold, lp_hold, c_hold), (w_two, s_two, lp_two, c_two) = _bapo_update_both_ways(
+        monkeypatch, batch, lambda p, hold: setattr(p, "hold_graphs", hold))
+    assert torch.equal(w_hold, w_two) and torch.equal(lp_hold, lp_two) and s_hold == s_two
+    assert c_hold == [False, True, True] and c_two == [False, False, False, True, True]

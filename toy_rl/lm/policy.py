@@ -101,6 +101,12 @@ class HFPolicy:
         AdamW's first steps make rounding in near-zero gradients into whole steps, so a run parts from the one it
         would have been after its first update (``bench/bench_update_cuts.py --run``). A run records it in
         config.json (``"lm_head": "answer tokens"``).
+    hold_graphs:
+        in an update in micro-batches (:func:`toy_rl.rl.loop._accumulate`), BAPO needs the whole batch's log-probs
+        to search its bounds before any micro-batch's loss: keep each micro-batch's autograd graph from that
+        forward for its backward (one forward per answer, not a no-grad one and a second with grad). Same
+        numbers; it holds every micro-batch's activations at once (bench/bench_update_cuts.py prints how much),
+        which is what micro-batches are there to avoid: off by default.
     """
 
     sample_takes_rescore_from = True    # sample(rescore_from=k) leaves the first k answers to their update's scoring
@@ -108,7 +114,7 @@ class HFPolicy:
     def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
                  system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True,
                  rescore: bool | None = None, rescore_rows: int | None = None, lean_decode: bool = True,
-                 head_on_answers: bool = True):
+                 head_on_answers: bool = True, hold_graphs: bool = False):
         if prompt_format not in FORMATS:
             raise ValueError(f"prompt_format must be one of {FORMATS}; got {prompt_format!r}")
         if max_batch < 1:
@@ -129,7 +135,7 @@ class HFPolicy:
         self.rescore = self.dtype != torch.float32 if rescore is None else bool(rescore)
         self.rescore_rows = rescore_rows
         self.lean_decode, self._lean = lean_decode, None
-        self.head_on_answers = head_on_answers
+        self.head_on_answers, self.hold_graphs = head_on_answers, hold_graphs
         self._gap, self._head_hook, self._math_attention = [0.0, 0], None, False
         self._tune_for_dtype()
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..clipping import FixedBounds, policy_loss, token_ratio
+from ..clipping import BAPO, FixedBounds, policy_loss, token_ratio
 from ..clipping.rules import has_fixed_bounds
 from .config import RLConfig, config_differences, rule_label
 from .diagnostics import balance_at_start
@@ -98,14 +98,25 @@ def _own_old_logp(policy, batch, logp):
     return batch._replace(old_logp=own, old_logp_from_update=False)
 
 
+def needs_search_pass(rule, on_policy: bool) -> bool:
+    """Whether an update in micro-batches must score the whole batch before any micro-batch's loss: only where the
+    rule's bounds depend on the batch (BAPO) and the ratios are not known in advance. On policy (old log-probs from
+    the update's own forward) every ratio is exactly 1, and BAPO's bounds always hold 1 (c_low <= 1 <= c_high,
+    Algorithm 1's ranges): no token clips whatever bounds the search picks, so the gradient is the same without
+    them, bit for bit."""
+    return not (has_fixed_bounds(rule) or (on_policy and isinstance(rule, BAPO)))
+
+
 def _accumulate(policy, batch, rule, cfg):
     """Gradient accumulation over micro-batches of ``cfg.micro_batch`` answers (for big models).
 
     BAPO searches its bounds once per update over the whole batch (Algorithm 1; the authors'
-    code searches per micro-batch instead): a no-grad pass scores every answer and picks the
+    code searches per micro-batch instead): a first pass scores every answer and picks the
     bounds, then each micro-batch's loss uses them, weighted so the sum equals the full-batch loss.
-    A rule whose bounds do not depend on the batch (symmetric, clip-higher, fixed bounds) needs no such
-    pass: the statistics come from the log-probs of the micro-batches' own forwards (the same numbers).
+    That first pass is a no-grad forward, or, where the policy's ``hold_graphs`` is on, the micro-batches'
+    forwards with grad, each graph held until its backward (one forward per answer; more memory).
+    Where :func:`needs_search_pass` says no (fixed bounds; BAPO on policy) there is no first pass: the statistics
+    come from the log-probs of the micro-batches' own forwards (the same numbers).
     Returns the statistics, entropy, mask, log-probs and the batch (its old log-probs the update's own, where
     ``batch.old_logp_from_update``).
     """
@@ -116,19 +127,22 @@ def _accumulate(policy, batch, rule, cfg):
     own_old = batch.old_logp_from_update
     mask, adv = batch.response_mask.to(dev), batch.advantages.to(dev)
     seqs = (mask.sum(1) > 0).float()
-    if has_fixed_bounds(rule):                  # bounds known before the batch is scored
-        bounds, scored = rule, None
-    else:
-        with torch.no_grad():
-            scored = [score(s) for s in chunks]
-        logp = torch.cat([lp for lp, _ in scored])
+    first_pass = needs_search_pass(rule, own_old)
+    hold = first_pass and getattr(policy, "hold_graphs", False)
+    bounds, scored = rule, None
+    if first_pass:
+        scored = []                             # with hold: each micro-batch's graph, kept for its backward below
+        for s in chunks:
+            with torch.set_grad_enabled(hold and bool(mask[s].any())):
+                scored.append(score(s))
+        logp = torch.cat([lp.detach() for lp, _ in scored])
         if own_old:
             batch = _own_old_logp(policy, batch, logp)
         _, stats = policy_loss(logp, batch.old_logp.to(dev), adv, mask, rule, agg=cfg.agg, dual_clip=cfg.dual_clip)
         bounds = FixedBounds(lo=stats["c_low"], hi=stats["c_high"])
     old = batch.old_logp.to(dev)
     own = []                                    # each micro-batch's (log-probs, entropy) from its own forward
-    for s in chunks:
+    for i, s in enumerate(chunks):
         if not mask[s].any():
             if scored is None:
                 with torch.no_grad():
@@ -136,12 +150,14 @@ def _accumulate(policy, batch, rule, cfg):
             continue
         weight = {"token-mean": mask[s].sum() / mask.sum(), "seq-mean-token-mean": seqs[s].sum() / seqs.sum()
                   }.get(cfg.agg, torch.tensor(mask[s].shape[0] / B))
-        logp_s, entropy_s = score(s)
+        logp_s, entropy_s = scored[i] if hold else score(s)
         old_s = logp_s.detach() if own_old and scored is None else old[s]
         loss, _ = policy_loss(logp_s, old_s, adv[s], mask[s], bounds, agg=cfg.agg, dual_clip=cfg.dual_clip)
         (loss * weight).backward()
         own.append((logp_s.detach(), entropy_s))
-    if scored is None:                          # fixed bounds: the statistics from the micro-batches' own log-probs
+        if hold:
+            scored[i] = own[-1]                 # its graph is spent: keep the numbers only
+    if scored is None:                          # no first pass: the statistics from the micro-batches' own log-probs
         scored, logp = own, torch.cat([lp for lp, _ in own])
         if own_old:
             batch = _own_old_logp(policy, batch, logp)
