@@ -182,6 +182,28 @@ def test_micro_batches_store_one_whole_batch_per_update(tmp_path):
     assert run_summary(records)["updates"] == 3
 
 
+def test_held_graphs_are_the_cpu_default_and_change_no_number(tmp_path):
+    """A BAPO run in micro-batches on the CPU holds each micro-batch's graph from the search pass (the
+    ``hold_graphs`` option: None = on the CPU); off, it writes the same metrics, and either run resumes the other."""
+    from toy_rl.rl import loop
+    held = []
+    accumulate = loop._accumulate
+
+    def spy(policy, *a):
+        held.append(policy.hold_graphs)
+        return accumulate(policy, *a)
+    out = {}
+    for hold in (None, False):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(loop, "_accumulate", spy)
+            records = run(spec(where=tmp_path / str(hold), rule="bapo", staleness=1, steps=3, micro_batch=3,
+                               hold_graphs=hold))
+        out[hold] = [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+    assert held == [True] * 3 + [False] * 3 and out[None] == out[False]
+    assert status(spec(where=tmp_path / "None", rule="bapo", staleness=1, steps=3, micro_batch=3,
+                       hold_graphs=False)) == "finished"
+
+
 def test_a_run_logged_before_a_new_config_field_still_counts_as_finished(tmp_path):
     s = spec(where=tmp_path, rule="symmetric", steps=2)
     run(s)

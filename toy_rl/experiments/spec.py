@@ -58,7 +58,7 @@ class RunSpec:
     progress: progress bars. resume: reuse a finished run and continue an interrupted one (False: start over).
     options: the backend's own settings (its ``OPTIONS``): rung 1 n_tokens, pg, task_seed, dtype; rung 2
         warmstart (a :class:`~toy_rl.arithmetic.warmstart.WarmstartConfig`; None: the task's own, the tiny one
-        with ``smoke``); rungs 3-4 dtype (over the preset's), keep_batches.
+        with ``smoke``); rungs 3-4 dtype (over the preset's), keep_batches, hold_graphs.
     """
     rung: str = "arithmetic"
     task: Any = "add"

@@ -61,8 +61,9 @@ DEFAULTS = dict(steps=40, prompts=8, group_size=8, lr=3e-4, temperature=1.0, adv
 # Smoke mode: a couple of updates on the real model, a few seconds each.
 SMOKE = dict(steps=2, prompts=2, group_size=4, eval_every=2, eval_size=8, checkpoint_every=1)
 # The backend's own settings: the compute dtype ("auto", "float32", "bfloat16"; None: the preset's, else
-# float32) and whether to keep what each update's loss saw in batches.pt.
-OPTIONS = {"dtype": None, "keep_batches": True}
+# float32), whether to keep what each update's loss saw in batches.pt, and whether BAPO's search pass holds each
+# micro-batch's graph for its backward (HFPolicy.hold_graphs; None: on the CPU, where the memory is there).
+OPTIONS = {"dtype": None, "keep_batches": True, "hold_graphs": None}
 GSM8K_MAX_NEW_TOKENS = 256
 PRESET_RL_FIELDS = ("prompts", "group_size", "max_new_tokens", "micro_batch", "lr", "temperature")
 # The model without a preset: float32 (on-policy ratios exactly 1), LoRA r16 / alpha 32 on q, k, v, o.
@@ -263,6 +264,8 @@ def train(spec, folder) -> list[dict]:
     policy = make_policy(spec.model, task, spec.rl.seed, device=spec.device, micro_batch=spec.rl.micro_batch,
                          **settings)
     policy = warm_policy(policy, task, spec.model, progress=spec.progress)
+    hold = spec.option("hold_graphs")               # the same numbers either way: not part of the run's identity
+    policy.hold_graphs = policy.device.type == "cpu" if hold is None else bool(hold)
     written = {"dtype": settings["dtype"]}
     if getattr(task, "warm_start", 0):              # which warm start: runs paired by seed must share it
         from .warmstart import fingerprint
