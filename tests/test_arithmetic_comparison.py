@@ -213,6 +213,19 @@ def test_comparison_view_draws_bapo_bounds_over_the_updates_every_seed_made():
     assert max(len(line.get_xdata()) for line in ax_bounds.get_lines() if "BAPO" in str(line.get_label())) == 4
 
 
+def test_comparison_view_keeps_the_accuracy_band_inside_0_and_1():
+    """Two seeds far apart give a Student-t band wider than accuracy can go: it is cut to [0, 1]."""
+    from toy_rl.arithmetic.views import comparison_view
+    runs = {"bapo": [fake_run(0, [0.05, 0.05, 0.02]), fake_run(1, [0.9, 0.95, 0.98])],
+            "symmetric": [fake_run(0, [0.1, 0.2, 0.3]), fake_run(1, [0.2, 0.3, 0.4])]}
+    rules = {"bapo": BAPO(), "symmetric": Symmetric()}
+    result = {"runs": runs, "rows": with_verdicts_p({"runs": runs, "rows": table_rows(runs, rules)})["rows"],
+              "preset": "p", "seeds": [0, 1], "steps": 4}
+    fig, _ = comparison_view(result)
+    ys = np.concatenate([path.vertices[:, 1] for c in fig.axes[0].collections for path in c.get_paths()])
+    assert ys.min() >= 0 and ys.max() <= 1
+
+
 def test_command_passes_steps_only_when_given(monkeypatch, capsys):
     """``--compare`` runs the preset's number of updates unless ``--steps`` is given."""
     import toy_rl.arithmetic.comparison as comparison

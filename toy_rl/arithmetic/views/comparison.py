@@ -31,7 +31,7 @@ def comparison_view(result: dict, curves=CURVES, endpoint: str = "auc_accuracy",
     for i, label in enumerate(c for c in curves if c in runs):
         steps, acc = curve(runs[label], "accuracy")
         ls = "-" if label in ("symmetric", "clip-higher", "bapo") else "--"
-        drawn[label] = float(band(ax_acc, steps, acc, colour_of(label, i), label, ls=ls)[-1])
+        drawn[label] = float(band(ax_acc, steps, acc, colour_of(label, i), label, ls=ls, limits=(0, 1))[-1])
     unit = "step" if str(result.get("scenario", "")).startswith("partial") else "update"    # partial: steps
     ax_acc.set(xlabel=unit, ylabel="greedy held-out accuracy", title="accuracy (95% band over seeds)")
     ax_acc.legend(fontsize=8)
