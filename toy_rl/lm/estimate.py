@@ -46,7 +46,9 @@ Memory, in bytes:
   too). Tokens per forward: B·(P + N); with shared prompts (HFPolicy's
   ``share_prompts``) the G answers to one prompt reuse its forward: B·P/G + B·N
   tokens, plus the copied prompt K/V that the answers' attention keeps.
-* logits: the LM head's output for the answer positions, B·N·V values. HFPolicy's
+* logits: the LM head's output for the answer positions, B·N·V values: the worst case, every answer at its
+  budget (with ``head_on_answers``, HFPolicy's default for Llama, Qwen and Mistral, the head runs on real answer
+  tokens only, so shorter answers take less). HFPolicy's
   ``score`` upcasts them to float32 and computes the log-softmax and the entropy:
   16 bytes per value at the peak (4 float32 copies while the entropy is summed;
   measured before the entropy went under no_grad, an upper bound now), 4 kept for
