@@ -225,6 +225,21 @@ def test_smollm2_estimate_on_cpu():
     assert 1 < d["seconds"]["update"] < 60                    # rung 3 measured ~8 s (5 s rollout + 2.9 s update)
 
 
+def test_cpu_micro_batches_hold_their_graphs():
+    """On the CPU, BAPO's search pass holds every micro-batch's graph (HFPolicy.hold_graphs): the training peak
+    counts the other three micro-batches' activations and kept logits, and no second forward; on a GPU, neither."""
+    whole = estimate(None, "smollm2-135m", max_new_tokens=96)
+    cpu = estimate(None, "smollm2-135m", micro_batch=16, max_new_tokens=96)
+    gpu = estimate(None, "smollm2-135m", hardware="h100", micro_batch=16, max_new_tokens=96)
+    m = cpu["memory"]
+    assert m["held_graphs"] == 3 * (m["activations_kept"] + m["logits_kept"]) and gpu["memory"]["held_graphs"] == 0
+    assert m["train_peak"] == pytest.approx(m["weights"] + m["lora_state"] + m["held_graphs"] + max(
+        m["activations_kept"] + m["logits"], m["activations"] + m["logits_kept"]))
+    assert cpu["flops"]["train"] == pytest.approx(whole["flops"]["train"], rel=0.05)     # no second forward
+    assert gpu["flops"]["train"] > 1.4 * cpu["flops"]["train"]                           # a no-grad pass first
+    assert "holds every one's graph" in format_estimate(cpu) and "held (BAPO, CPU)" in format_estimate(cpu)
+
+
 def test_config_inputs_agree(tmp_path):
     pytest.importorskip("transformers")
     d = dict(SHAPES["qwen2.5-7b-instruct"])

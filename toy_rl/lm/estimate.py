@@ -58,7 +58,10 @@ Memory, in bytes:
   B_rollout = prompts·G rows of P + N tokens.
 
 Training peak = weights + LoRA state + the larger of (activations kept + logits
-at their peak) and (activations at the backward peak + logits kept). Rollout peak
+at their peak) and (activations at the backward peak + logits kept), plus, on the CPU
+with micro-batches, the other micro-batches' activations and kept logits: toy-rl's
+CPU runs hold their graphs from BAPO's search pass to the backward
+(``HFPolicy.hold_graphs``; on a GPU a no-grad pass scores them first instead). Rollout peak
 = weights + LoRA state + KV cache + the sampling step's logits. The total is the
 larger of the two, plus an assumed CUDA context and allocator slack.
 
@@ -384,14 +387,17 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
                           else (act_full_kept, act_full_peak))
     logit_values = B * N * V
     logits_peak, logits_kept = logit_values * LOGIT_PEAK_BYTES, logit_values * LOGIT_KEPT_BYTES
-    train_peak = weights + lora_state + max(act_kept + logits_peak, act_peak + logits_kept)
+    on_gpu = hw.memory_gib is not None
+    # toy-rl's CPU runs hold every micro-batch's graph from BAPO's search pass to its backward (HFPolicy.hold_graphs)
+    hold = not on_gpu and B < rows
+    held = (math.ceil(rows / B) - 1) * (act_kept + logits_kept) if hold else 0
+    train_peak = weights + lora_state + max(act_kept + logits_peak, act_peak + logits_kept) + held
 
     sample_rows = min(rows, 256)                             # HFPolicy samples at most max_batch=256 rows at once
     kv_cache = 2 * L * s.kv_dim * a * sample_rows * (P + N)
     sampling_work = sample_rows * V * 4 * 3                  # float32 logits, log-softmax, probabilities
     vllm_weights = weights if preset.rollout_engine == "vllm" else 0
     rollout_peak = weights + lora_state + kv_cache + sampling_work + vllm_weights
-    on_gpu = hw.memory_gib is not None
     body = max(train_peak, rollout_peak)
     overhead = (CUDA_CONTEXT_GIB * GIB + ALLOCATOR_SLACK * body) if on_gpu else 0
     total = body + overhead
@@ -416,7 +422,7 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
     rollout_s = prefill_flops / (peak * hw.train_efficiency) + batches * N * step_s
     fwd = tokens * (2 * mm + attn((P + N) / 2))
     train_flops = fwd * (3 if preset.gradient_checkpointing else 2) + 4 * head * B * N
-    if B < rows:                                             # a no-grad pass first: BAPO's search sees it all
+    if B < rows and not hold:                                # a no-grad pass first: BAPO's search sees it all
         train_flops += fwd
     train_flops *= rows / B                                  # every micro-batch of the update
     train_s = train_flops / (peak * hw.train_efficiency)
@@ -444,6 +450,7 @@ def estimate(model_config=None, preset_or_settings="qwen2.5-7b", hardware=None, 
                    "activations_kept": act_kept, "activations_no_ckpt": act_full_peak,
                    "activations_ckpt": act_ckpt_peak, "activation_bytes_per_token_layer": per_layer,
                    "logits": logits_peak, "logits_kept": logits_kept, "logits_one_fp32_copy": logit_values * 4,
+                   "held_graphs": held,
                    "kv_cache": kv_cache, "sampling": sampling_work, "vllm_weights": vllm_weights,
                    "train_peak": train_peak, "rollout_peak": rollout_peak, "overhead": overhead, "total": total},
         "fits": fits,
@@ -478,7 +485,8 @@ def format_estimate(d: dict) -> str:
     a = BYTES[st["dtype"]]
     ckpt = st["gradient_checkpointing"]
     micro = ("" if b["micro_batch"] >= b["rows"] else
-             f" (micro-batches: gradient accumulation, after one no-grad pass over all {b['rows']})")
+             " (micro-batches: gradient accumulation; BAPO's search pass holds every one's graph)" if m["held_graphs"]
+             else f" (micro-batches: gradient accumulation, after one no-grad pass over all {b['rows']})")
     lines = [
         f"{d['preset']}: {sh['model_type']} model, {_count(p['total'])} parameters "
         f"({sh['layers']} layers, hidden {sh['hidden']}, MLP {sh['intermediate']}, {sh['heads']} heads / "
@@ -502,6 +510,8 @@ def format_estimate(d: dict) -> str:
         f"  {'logits in score (float32, peak)':42s}{_gib(m['logits'])}   {b['micro_batch']} x "
         f"{b['answer_tokens']} x {sh['vocab']:,} x 16 bytes (4 float32 copies; one is "
         f"{m['logits_one_fp32_copy'] / GIB:.2f} GiB)",
+        *([f"  {'the other micro-batches, held (BAPO, CPU)':42s}{_gib(m['held_graphs'])}   their activations and "
+           "logits kept for the backward (HFPolicy.hold_graphs)"] if m["held_graphs"] else []),
         f"  {'= training peak':42s}{_gib(m['train_peak'])}",
         f"  {'KV cache while sampling':42s}{_gib(m['kv_cache'])}   2 x {sh['layers']} layers x {sh['kv_heads']} "
         f"x {sh['head_dim']} x {a} bytes x {b['sample_rows']} rows x {b['prompt_tokens'] + b['answer_tokens']} "
