@@ -154,13 +154,13 @@ def main() -> int:
         before, after = statistics.median(times[False]), statistics.median(times[True])
         print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | {difference(lp0[m], lp1[m])} | "
               f"{difference(w0 - adapters_flat(adapters), w1 - adapters_flat(adapters))} |")
-    cfg, peak, times = RLConfig(rule="bapo", **settings), {}, {True: [], False: []}
+    cfg, peak, times, last = RLConfig(rule="bapo", **settings), {}, {True: [], False: []}, {}
     for hold in (False, True):                  # the process's peak memory only grows: the held graphs last
         for r in range(args.repeats + 1):
-            out[hold] = one_update(policy, adapters, batch, cfg, True, hold)
-            times[hold] += [out[hold][0]] if r else []
+            last[hold] = one_update(policy, adapters, batch, cfg, True, hold)
+            times[hold] += [last[hold][0]] if r else []
         peak[hold] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20   # KiB on Linux
-    (_, w0, lp0, _), (_, w1, lp1, _) = out[False], out[True]
+    (_, w0, lp0, _), (_, w1, lp1, _) = last[False], last[True]
     two, held = statistics.median(times[False]), statistics.median(times[True])
     print(f"\nBAPO's update with the four cuts, its search pass a second forward (hold_graphs off) or the graphs "
           "held for the backward (on):\n\n| hold_graphs | seconds | peak memory of this process GiB | log-probs | "
