@@ -10,6 +10,7 @@ from toy_rl.arithmetic.model import GPT, ModelConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 FINDINGS = ROOT / "docs" / "findings.md"
+NOTEBOOK_06 = ROOT / "notebooks" / "06_lora_real_lm.ipynb"
 SIZE = re.compile(r"(\d[\d,.]*\s?[kK]?)[- ]param(?:eter)?s?\b(?! cell)")
 
 
@@ -234,11 +235,15 @@ def test_the_rung2_partial_rollout_numbers_follow_from_the_committed_runs():
 
 
 def test_the_rung3_comparison_reads_back_from_results_in_its_regime():
-    """Notebook 06's comparison where negatives dominate reads results/smollm2-135m-search-hard-warm (issue 26):
-    every logged run made its 40 updates, seeds are paired from 0, BAPO's search moves (the regime line)."""
+    """Notebook 06's comparison where negatives dominate reads the restarted comparison in
+    results/rung3-compare/smollm2-135m-search-hard-warm (issue 26), as its cell and the rung-3 report name it: every
+    logged run made its 40 updates, seeds are paired from 0, BAPO's search moves (the regime line)."""
     from toy_rl.arithmetic.comparison import from_logs
     from toy_rl.arithmetic.views import comparison_view
-    result = from_logs(ROOT / "results" / "smollm2-135m-search-hard-warm")
+    from toy_rl.report.rungs import HARD
+    cell = 'from_logs(RESULTS / "rung3-compare" / "smollm2-135m-search-hard-warm")'
+    assert HARD == "rung3-compare/smollm2-135m-search-hard-warm" and cell in NOTEBOOK_06.read_text().replace('\\"', '"')
+    result = from_logs(ROOT / "results" / HARD)
     assert result["scenario"] == "reuse-2" and result["gate"]["regime"] == "negatives-dominate"
     for rule, seeds in result["runs"].items():
         assert [r[0]["seed"] for r in seeds] == list(range(len(seeds))), rule
@@ -256,12 +261,25 @@ def _minus(x: float, fmt: str) -> str:
     return format(x, fmt).replace("-", "−")
 
 
+def _so_far_in(result: dict, flat: str) -> None:
+    """The findings' "So far" sentence of a rung-3 comparison, recomputed from its logs: each rule's accuracy averaged
+    over training, BAPO − rule paired by seed with its 95 % CI and p_holm, and claim 5's status."""
+    from toy_rl.lm.comparison import comparison_checks
+    rows = result["rows"]
+    assert "accuracy averaged over training " + ", ".join(f"{r['rule']} {r['auc_accuracy']:.3f}" for r in rows) in flat
+    for r in rows[1:]:
+        assert (f"BAPO − {r['rule']} {_minus(100 * r['diff_auc_accuracy'], '+.1f')} points "
+                f"[{_minus(100 * r['diff_auc_accuracy_lo'], '+.1f')}, {_minus(100 * r['diff_auc_accuracy_hi'], '+.1f')}], "
+                f"p_holm {r['p_holm_auc_accuracy']:.2g}") in flat, r["rule"]
+    claim5 = comparison_checks(result)[0]
+    assert claim5.claim == 5 and f"**claim 5 {claim5.status.split(':')[0]} so far**" in flat
+
+
 def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
     """docs/findings.md, rung 3, "The comparison, under way": how many of the 20 runs results/ holds, the regime and
     each rule's accuracy averaged over training, BAPO − rule with its 95 % CI and p_holm, claim 5's status, recomputed;
     the restarted comparison's count of runs in results/, in the findings and README.md (issue 26)."""
     from toy_rl.arithmetic.comparison import from_logs
-    from toy_rl.lm.comparison import comparison_checks
     result = from_logs(ROOT / "results" / "smollm2-135m-search-hard-warm")
     g, rows = result["gate"], result["rows"]
     flat = " ".join(FINDINGS.read_text().split())
@@ -270,20 +288,14 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
     assert (f"ρ before the search below ρ0 in {100 * g['rho_below_target_frac']:.0f} % of BAPO's {g['updates']:,} "
             f"updates, bounds moved in {100 * g['search_moved_frac']:.0f} %, mean bounds [{g['c_low_mean']:.2f}, "
             f"{g['c_high_mean']:.2f}]") in flat
-    assert "accuracy averaged over training " + ", ".join(f"{r['rule']} {r['auc_accuracy']:.3f}" for r in rows) in flat
-    for r in rows[1:]:
-        assert (f"BAPO − {r['rule']} {_minus(100 * r['diff_auc_accuracy'], '+.1f')} points "
-                f"[{_minus(100 * r['diff_auc_accuracy_lo'], '+.1f')}, {_minus(100 * r['diff_auc_accuracy_hi'], '+.1f')}], "
-                f"p_holm {r['p_holm_auc_accuracy']:.2g}") in flat, r["rule"]
+    _so_far_in(result, flat)
     assert (f"a paired test needs {result['seeds_for_3_points']} seeds to see 3 points (80 % power)") in flat
-    claim5 = comparison_checks(result)[0]
-    assert claim5.claim == 5 and f"**claim 5 {claim5.status} so far**" in flat
     from toy_rl.course.logs import run_folders
     restarted = ROOT / "results" / "rung3-compare" / "smollm2-135m-search-hard-warm"
     landed = len(run_folders(restarted)) if restarted.is_dir() else 0
     assert f"smollm2-135m-search-hard-warm) holds {landed} of its 20 runs" in flat
     if landed:
-        from toy_rl.lm.comparison import shared_first_rollouts
+        from toy_rl.lm.comparison import comparison_checks, shared_first_rollouts
         again = from_logs(restarted)
         counts = ", ".join(f"{r['rule']} {r['seeds']}" for r in again["rows"])
         same, several = shared_first_rollouts(again)
@@ -292,6 +304,12 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         g = again["gate"]
         assert (f"BAPO's search moved its bounds in {100 * g['search_moved_frac']:.0f} % of its {g['updates']} "
                 f"updates, mean bounds [{g['c_low_mean']:.2f}, {g['c_high_mean']:.2f}]") in flat
+        _so_far_in(again, flat)
+        others = [t for t in comparison_checks(again)[0].tests if t.a != "BAPO"]     # clip-higher − symmetric
+        for t in others:
+            assert f"{t.a} − {t.b} {_minus(100 * t.diff, '+.1f')} points, p_holm {t.p_holm:.2g}" in flat, t
+        behind = all(t.diff < 0 for t in comparison_checks(again)[0].tests if t.b == "symmetric")
+        assert ("symmetric clipping ahead of both" in flat) == behind
         first = {}                                  # seed 0's first rollout and accuracy at update 0, per rule
         for path in restarted.glob("reuse-2/*/seed0/metrics.jsonl"):
             step0 = json.loads(path.read_text().splitlines()[0])
@@ -302,3 +320,10 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         assert first["bapo"][1] == first["clip-higher"][1] and f"both answered {first['bapo'][1]} of the held-out" in flat
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"{landed} of the restarted comparison's 20 runs are in" in readme
+    if landed:
+        vs = next(r for r in again["rows"] if r["rule"] == "symmetric")
+        seeds = {r["seeds"] for r in again["rows"]}
+        assert (f"At {min(seeds)} seeds of each rule" if len(seeds) == 1 else "") in readme
+        assert (f"BAPO − symmetric {_minus(100 * vs['diff_auc_accuracy'], '+.1f')} points of accuracy averaged over "
+                f"training (p_holm {vs['p_holm_auc_accuracy']:.2g})") in readme
+        assert ("symmetric clipping leads" in readme) == (vs["diff_auc_accuracy"] < 0)

@@ -103,7 +103,11 @@ def test_rung3_reports_its_comparison_where_negatives_dominate_from_results():
     assert regime.startswith("regime: negatives-dominate") and [c.split(" (")[0] for c in claims] == ["claim 5", "claim 6"]
     rules = [row[0] for row in hard["table"].rows]
     assert rules[0] == "bapo" and "symmetric" in rules and hard["table"].rows[0][2] == "–"   # BAPO: the reference
-    assert hard["seeds"].startswith("per rule: bapo 5") and "search-hard-warm" in hard["config"]
+    from toy_rl.course.logs import RESULTS, run_folders
+    from toy_rl.report.rungs import HARD
+    landed = len(run_folders(RESULTS / HARD))
+    assert hard["seeds"].startswith(f"per rule: bapo {len(run_folders(RESULTS / HARD / 'reuse-2' / 'bapo'))}")
+    assert "search-hard-warm" in hard["config"] and f"{landed} of the 20 runs landed so far" in hard["source"]
     add = dict(config="task add", seeds=1, runner="toy-rl lora --rule all", source="runs/", figures=[("rules", None, "Rules.")],
                verdicts=["claim 1 (x): NOT TESTABLE"], notes=["Verdicts: add."])
     both = _with_balanced_control(hard, add)

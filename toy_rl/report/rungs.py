@@ -248,9 +248,9 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
     return add if hard is None else _with_balanced_control(hard, add)
 
 
-HARD = "smollm2-135m-search-hard-warm"     # rung 3's default comparison, where negatives dominate
+HARD = "rung3-compare/smollm2-135m-search-hard-warm"     # rung 3's default comparison, where negatives dominate
 HARD_RUNNER = ("toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher bapo --staleness 2 "
-               "--seeds 5 --dtype bfloat16 --workers 2")
+               "--seeds 5 --dtype bfloat16 --micro-batch 16 --workers 2 --out runs/rung3-compare")
 
 
 def _rung3_comparison() -> dict | None:
@@ -260,7 +260,7 @@ def _rung3_comparison() -> dict | None:
     none of its runs."""
     from ..arithmetic.comparison import from_logs, gate_line
     from ..arithmetic.views import comparison_view
-    from ..course.logs import RESULTS
+    from ..course.logs import RESULTS, run_folders
     from ..lm.comparison import comparison_verdicts
     folder = RESULTS / HARD
     configs = sorted(folder.glob("*/bapo/seed*/config.json"))
@@ -274,7 +274,8 @@ def _rung3_comparison() -> dict | None:
                 f"{cfg['steps']} updates of {cfg['prompts']} prompts x {cfg['group_size']} answers, lr {cfg['lr']}, "
                 f"{cfg['dtype']}, held-out accuracy on {cfg['eval_size']} problems every {cfg['eval_every']} updates"),
         seeds=f"per rule: {seeds} (search-hard-warm)", runner=HARD_RUNNER,
-        source=f"results/{HARD} (the committed logs, read back; nothing trained)",
+        source=(f"results/{HARD} (the committed logs, read back; nothing trained; every run from the warm start "
+                f"committed in results/warm-starts/, {len(run_folders(folder))} of the 20 runs landed so far)"),
         figures=[("comparison", fig, "Where negatives dominate (search-hard-warm). Left: greedy held-out accuracy per "
                   "rule, mean and 95% band over seeds. Middle: BAPO's bounds per update. Right: BAPO minus each rule "
                   "on the primary endpoint (accuracy averaged over training), paired 95% interval by seed, filled "
