@@ -114,3 +114,17 @@ def test_rung3_reports_its_comparison_where_negatives_dominate_from_results():
     assert [name for name, _, _ in both["figures"]] == ["comparison", "rules"]
     assert both["verdicts"][-1] == "add, the balanced control: claim 1 (x): NOT TESTABLE"
     assert both["table"] is hard["table"] and both["seeds"].endswith("add: 1 per rule and staleness")
+
+
+def test_settings_come_from_the_committed_runs_when_runs_holds_none(monkeypatch):
+    """A figure or report that reads its runs back from results/ names their settings from the config.json there,
+    not "settings unknown" (the captions of figures 05 and 06 said so while runs/ was empty)."""
+    from toy_rl.arithmetic import DEFAULTS
+    from toy_rl.experiments.logged import RESULTS, RUNS
+    from toy_rl.report.runs import arithmetic_note
+    monkeypatch.setenv("TOY_RL_LOGGED_ONLY", "1")               # read results/, whatever this checkout's runs/ holds
+    assert (RESULTS / "arithmetic-scratchpad" / "partial-8" / "bapo").is_dir()
+    note = arithmetic_note(RUNS / "arithmetic-scratchpad", [("partial-8", "bapo")], 1, DEFAULTS, False)
+    assert "settings unknown" not in note and " updates, " in note and "1 seed(s) per rule" in note
+    assert "settings unknown" in arithmetic_note(RUNS / "no-such-experiment", [("partial-8", "bapo")], 1,
+                                                 DEFAULTS, False)

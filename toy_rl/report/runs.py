@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..arithmetic import DEFAULTS as RUNG2
 from ..bandit import BanditConfig
-from ..experiments import RULES, experiment_name, grid, run_dir
+from ..experiments import RULES, experiment_name, grid, read_dir
+from ..experiments.logged import candidates
 from ..experiments.layout import seed_of
 from ..lm.load import llm_missing  # noqa: F401  (re-exported: the figures and reports skip rung 3 without it)
 from ..experiments import sweep as run_sweep
@@ -199,10 +200,15 @@ def seed_order(folder: Path) -> int:
 
 
 def arithmetic_note(root: Path, keys, seeds: int, expected: dict, smoke: bool) -> str:
-    """:func:`config_note` of the first ``seeds`` run folders of each (scenario, rule) in ``keys``."""
-    configs = [json.loads((d / "config.json").read_text()) for scenario, rule in keys
-               for d in sorted((root / scenario / rule).glob("seed*"), key=seed_order)[:seeds]
-               if (d / "config.json").is_file()]
+    """:func:`config_note` of the first ``seeds`` run folders of each (scenario, rule) in ``keys``, under ``root``
+    or, where it holds none, its committed twin in results/ (the runs read back from there)."""
+    configs = []
+    for base in candidates(root):
+        configs = [json.loads((d / "config.json").read_text()) for scenario, rule in keys
+                   for d in sorted((base / scenario / rule).glob("seed*"), key=seed_order)[:seeds]
+                   if (d / "config.json").is_file()]
+        if configs:
+            break
     return config_note(configs, seeds, expected, "tiny warm start, a few updates" if smoke else None)
 
 
@@ -245,8 +251,8 @@ def lora_runs(runs, stalenesses=RUNG3["stalenesses"], seeds: int = RUNG3["seeds"
     from ..lm.run import DEFAULTS as RUNG3_RL
     specs = lora_specs(runs, stalenesses, seeds, steps, smoke, progress, on_policy, model, **settings)
     results = run_sweep(specs)
-    configs = [json.loads((run_dir(s) / "config.json").read_text()) for s in specs
-               if (run_dir(s) / "config.json").is_file()]
+    configs = [json.loads((read_dir(s) / "config.json").read_text()) for s in specs     # runs/ or results/
+               if (read_dir(s) / "config.json").is_file()]
     expected = dict(RUNG3_RL, steps=steps or RUNG3_RL["steps"])
     note = config_note(configs, seeds, expected, "two updates on small batches" if smoke else None)
     return results, note
