@@ -44,3 +44,33 @@ def test_workers_die_with_their_parent(sig):
         assert not any(_alive(p) for p in workers), "a worker outlived its parent"
     finally:
         parent.kill()
+
+
+def _kill_self(x):
+    if x:
+        os.kill(os.getpid(), signal.SIGKILL)         # what the out-of-memory killer does to a worker
+    return x
+
+
+def test_a_killed_worker_is_a_clear_error_not_a_bare_broken_pool(capsys, monkeypatch):
+    """A worker killed midway (the OOM killer took one of a rung-3 comparison's two): the command says what is kept
+    and what to do, and exits 2, instead of a BrokenProcessPool traceback."""
+    from toy_rl.cli import main
+    from toy_rl.workers import WorkerDied, map_in_pool
+    assert map_in_pool(_kill_self, [0, 0], 2) == [0, 0]
+    with pytest.raises(WorkerDied, match="killed while training .* rerun the same command, with fewer --workers"):
+        map_in_pool(_kill_self, [0, 1], 2)
+
+    def dies(args):                                  # a command whose pool lost a worker
+        map_in_pool(_kill_self, [1, 1], 2)
+    monkeypatch.setattr("toy_rl.cli.build_parser", lambda: _parser(dies))
+    assert main(["x"]) == 2
+    assert "toy-rl x: error: a worker process was killed while training" in capsys.readouterr().err
+
+
+def _parser(run):
+    import argparse
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("x").set_defaults(_run=run)
+    return parser

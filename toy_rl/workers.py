@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 PR_SET_PDEATHSIG = 1
 
@@ -25,6 +26,23 @@ def die_with_parent(parent: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:                       # the parent died before the signal was armed
         os._exit(1)
+
+
+class WorkerDied(OSError):
+    """A worker process ended abruptly while it trained (SIGKILL: most often Linux's out-of-memory killer)."""
+
+
+def map_in_pool(fn, items: list, workers: int) -> list:
+    """``[fn(x) for x in items]`` in a :func:`process_pool` of ``workers``; a worker killed midway is a
+    :class:`WorkerDied` that says what is kept and what to do, not a bare ``BrokenProcessPool``."""
+    with process_pool(workers) as pool:
+        try:
+            return list(pool.map(fn, items))
+        except BrokenProcessPool as err:
+            raise WorkerDied(f"a worker process was killed while training ({len(items)} runs, {workers} at once), "
+                             "most often by the out-of-memory killer; finished runs are kept and the others resume "
+                             "from their last checkpoint: rerun the same command, with fewer --workers if memory "
+                             "is short") from err
 
 
 def process_pool(workers: int) -> ProcessPoolExecutor:

@@ -39,7 +39,7 @@ from ..experiments.pilot import records_array, records_regime, summarise_records
 from ..experiments.records import run_summary
 from ..experiments.table import band_text, diff_text, p_text
 from ..verdicts import judge, verdict_line
-from ..workers import process_pool
+from ..workers import map_in_pool
 from .pilot import preset_spec, search_outcome
 from .presets import DEFAULT, Preset, as_preset
 from .warmstart import load_warmstart
@@ -72,8 +72,7 @@ def run_all(specs: list, workers: int = 1) -> list[list[dict]]:
     read_back(specs)                   # first a line for the runs read from the committed logs in results/
     if workers <= 1 or len(specs) <= 1:
         return [run(s) for s in specs]
-    with process_pool(min(workers, len(specs))) as pool:
-        return list(pool.map(_run, specs))
+    return map_in_pool(_run, specs, min(workers, len(specs)))
 
 
 def _active(bapo_runs: list[list[dict]]):
