@@ -305,6 +305,8 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         assert (f"BAPO's search moved its bounds in {100 * g['search_moved_frac']:.0f} % of its {g['updates']} "
                 f"updates, mean bounds [{g['c_low_mean']:.2f}, {g['c_high_mean']:.2f}]") in flat
         _so_far_in(again, flat)
+        assert f"a paired test needs {again['seeds_for_3_points']} seeds to see 3 points (80 % power)" in flat
+        assert ("so 5 seeds can show a gap of that size" in flat) == (again["seeds_for_3_points"] <= 5)
         others = [t for t in comparison_checks(again)[0].tests if t.a != "BAPO"]     # clip-higher − symmetric
         for t in others:
             assert f"{t.a} − {t.b} {_minus(100 * t.diff, '+.1f')} points, p_holm {t.p_holm:.2g}" in flat, t
