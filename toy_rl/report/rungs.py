@@ -251,6 +251,7 @@ def _rung3(smoke, seeds, steps, runs, progress, model) -> dict:
 HARD = "rung3-compare/smollm2-135m-search-hard-warm"     # rung 3's default comparison, where negatives dominate
 HARD_RUNNER = ("toy-rl lora --task search-hard-warm --controls --rule symmetric clip-higher bapo --staleness 2 "
                "--seeds 5 --dtype bfloat16 --micro-batch 16 --workers 2 --out runs/rung3-compare")
+HARD_RUNS = 20       # its 5 seeds of symmetric, clip-higher, BAPO and BAPO's mean bounds held fixed
 
 
 def _rung3_comparison() -> dict | None:
@@ -268,20 +269,25 @@ def _rung3_comparison() -> dict | None:
         return None
     result, cfg = from_logs(folder), json.loads(configs[0].read_text())
     seeds = ", ".join(f"{rule} {len(runs)}" for rule, runs in result["runs"].items())
+    landed = len(run_folders(folder))
     fig = comparison_view(result, rung="Rung 3")[0]
+    interim = [] if landed >= HARD_RUNS else [
+        f"Interim look: {landed} of the {HARD_RUNS} runs have landed (5 seeds of each rule and of BAPO's control); "
+        "the verdicts change as runs land and are final only when all are in."]
     return dict(
         config=(f"task search-hard-warm (numbers up to 30, from a 50-update LoRA warm start), {result['scenario']}: "
                 f"{cfg['steps']} updates of {cfg['prompts']} prompts x {cfg['group_size']} answers, lr {cfg['lr']}, "
                 f"{cfg['dtype']}, held-out accuracy on {cfg['eval_size']} problems every {cfg['eval_every']} updates"),
         seeds=f"per rule: {seeds} (search-hard-warm)", runner=HARD_RUNNER,
         source=(f"results/{HARD} (the committed logs, read back; nothing trained; every run from the warm start "
-                f"committed in results/warm-starts/, {len(run_folders(folder))} of the 20 runs landed so far)"),
+                f"committed in results/warm-starts/, {landed} of the {HARD_RUNS} runs landed so far)"),
         figures=[("comparison", fig, "Where negatives dominate (search-hard-warm). Left: greedy held-out accuracy per "
                   "rule, mean and 95% band over seeds. Middle: BAPO's bounds per update. Right: BAPO minus each rule "
                   "on the primary endpoint (accuracy averaged over training), paired 95% interval by seed, filled "
                   "where p_holm < 0.05.")],
         table=comparison_table(result["rows"]), verdicts=[gate_line(result), *comparison_verdicts(result)],
-        notes=["Verdicts: toy_rl.lm.comparison.comparison_verdicts, as notebook 06 prints them (section 5): every "
+        notes=[*interim,
+               "Verdicts: toy_rl.lm.comparison.comparison_verdicts, as notebook 06 prints them (section 5): every "
                "part is a t-test paired by seed on the primary endpoint, Holm-corrected across both claims; a part "
                "counts at p_holm < 0.05 and a difference of at least 1 point. Only the preset's step size was run, "
                "one cell of the step-size grid rungs 1 and 2 are judged on, so no claim is called supported or "
