@@ -67,12 +67,13 @@ def _run(spec) -> list[dict]:
     return run(spec)
 
 
-def run_all(specs: list, workers: int = 1) -> list[list[dict]]:
-    """The records of every spec, in order; ``workers`` > 1 runs them in that many processes."""
+def run_all(specs: list, workers: int = 1, fresh: bool = False) -> list[list[dict]]:
+    """The records of every spec, in order; ``workers`` > 1 runs them in that many processes (``fresh``: a new
+    process for each run, :func:`toy_rl.workers.process_pool`)."""
     read_back(specs)                   # first a line for the runs read from the committed logs in results/
     if workers <= 1 or len(specs) <= 1:
         return [run(s) for s in specs]
-    return map_in_pool(_run, specs, min(workers, len(specs)))
+    return map_in_pool(_run, specs, min(workers, len(specs)), fresh)
 
 
 def _active(bapo_runs: list[list[dict]]):

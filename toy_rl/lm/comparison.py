@@ -76,7 +76,7 @@ def _train_ahead(todo: list, workers: int) -> None:
     if workers > 1 and len(todo) > 1:
         from .run import make_warm_start
         make_warm_start(todo[0])
-        run_all(sorted(todo, key=lambda s: s.rl.seed), workers)
+        run_all(sorted(todo, key=lambda s: s.rl.seed), workers, fresh=True)     # each run's memory freed with it
 
 
 def compare(task="search-warm", seeds=range(10), staleness: int = 2, rules: dict | None = None, workers: int = 1,
