@@ -398,15 +398,16 @@ def test_comparison_runs_the_controls_paired_by_seed_and_judges_claims_5_and_6(t
 
 def test_comparison_with_workers_trains_the_missing_runs_ahead_then_reads_them_back(tmp_path, monkeypatch):
     """workers=2: the missing runs go to the pool seed by seed (BAPO's seed 0, symmetric's seed 0, then seed 1;
-    then the fixed rule at BAPO's mean bounds), the warm start is made once before it, and the sweep reads them back: the numbers of a one-worker comparison."""
+    then the fixed rule at BAPO's mean bounds), each in a new process, the warm start is made once before it, and the
+    sweep reads them back: the numbers of a one-worker comparison."""
     import toy_rl.lm.comparison as comparison
     import toy_rl.lm.run as lm_run
     from toy_rl.experiments.controls import control_rules
     from toy_rl.rl.config import rule_label
     asked, warm = [], []
 
-    def in_process(specs, workers):
-        asked.append(([rule_label(s.rl.rule).split("-")[0] for s in specs], workers))
+    def in_process(specs, workers, fresh=False):
+        asked.append(([rule_label(s.rl.rule).split("-")[0] for s in specs], (workers, fresh)))
         return [run(s) for s in specs]
 
     monkeypatch.setattr(comparison, "run_all", in_process)
@@ -415,7 +416,7 @@ def test_comparison_with_workers_trains_the_missing_runs_ahead_then_reads_them_b
     kw = dict(seeds=(0, 1), staleness=2, rules=rules, steps=2, model=tiny_llama, progress=False, **TINY)
     pooled = comparison.compare(FirstDigitTask(), workers=2, out=tmp_path / "two", **kw)
     assert [names for names, _ in asked] == [["bapo", "symmetric", "bapo", "symmetric"], ["fixed", "fixed"]]
-    assert {w for _, w in asked} == {2} and len(warm) == 2
+    assert {w for _, w in asked} == {(2, True)} and len(warm) == 2       # 2 workers, a new process for each run
     one = comparison.compare(FirstDigitTask(), out=tmp_path / "one", **kw)
     assert len(asked) == 2                                           # one worker: nothing goes to the pool
     assert [r["auc_accuracy"] for r in pooled["rows"]] == [r["auc_accuracy"] for r in one["rows"]]
