@@ -66,6 +66,20 @@ def test_lora_figure_smoke_on_a_tiny_model(tmp_path):
     assert "SMOKE" in e["config"] and "toy_rl.experiments.sweep" in e["source"]
 
 
+
+def test_the_rung3_key_figure_reads_the_committed_comparison(tmp_path):
+    """In full mode figure 06 is rung 3's comparison where negatives dominate, read back from its logs in results/
+    (nothing trained, no model loaded): its caption's accuracies and run count recomputed from those logs."""
+    from toy_rl.arithmetic.comparison import from_logs
+    from toy_rl.course.logs import run_folders
+    from toy_rl.report.rungs import HARD, HARD_RUNS
+    [e] = render_figures(["06"], tmp_path, smoke=False, runs=tmp_path / "runs", progress=False)
+    result, landed = from_logs(ROOT / "results" / HARD), len(run_folders(ROOT / "results" / HARD))
+    assert "search-hard-warm" in e["what"] and e["source"].startswith(f"results/{HARD}")
+    assert all(f"{r['rule']} {r['auc_accuracy']:.3f}" in e["what"] for r in result["rows"])
+    assert (f"Interim: {landed} of the {HARD_RUNS} runs" in e["what"]) == (landed < HARD_RUNS)
+    assert not (tmp_path / "runs").exists()                                  # nothing trained
+
 @pytest.mark.skipif(llm_missing() is None, reason="the llm extra and SmolLM2 are installed here")
 def test_lora_figure_is_skipped_with_a_reason_without_the_llm_extra(tmp_path):
     [e] = render_figures(["06"], tmp_path, smoke=True, runs=tmp_path / "runs", progress=False)

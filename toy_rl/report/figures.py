@@ -6,7 +6,8 @@ Every figure is drawn by the function its notebook calls (:mod:`toy_rl.surrogate
 :mod:`toy_rl.arithmetic.views`, :mod:`toy_rl.lm.views`) on runs made by the existing runners
 (:mod:`toy_rl.report.runs`, through :mod:`toy_rl.experiments`): the long ones (rung 2's sweep, rung 3's LoRA
 runs) are read back from their run folders under ``runs/`` (``runs/arithmetic-add``, ``runs/smollm2-135m-add``,
-...) when they are finished there, so regenerating the figures reruns nothing that is done.
+...) when they are finished there, so regenerating the figures reruns nothing that is done; rung 3's comparison
+where negatives dominate (about 20 hours of one CPU core) is drawn from its logs committed in results/.
 
 Beside the PNGs: ``captions.json`` (per figure: caption, configuration, where the runs came from, seconds, size,
 machine, date, command) and ``README.md`` (the figures with their captions). ``--only`` regenerates some
@@ -180,6 +181,11 @@ def _partial_rollout(smoke: bool, runs: Path, progress: bool, model=None):
 
 
 def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
+    """Rung 3's comparison where negatives dominate, from its committed logs (:func:`_hard_comparison`); in smoke
+    mode, or before results/ holds it, the three rules on `add` at staleness 4, trained or read back."""
+    hard = None if smoke or model is not None else _hard_comparison()
+    if hard is not None:
+        return hard
     from ..experiments import run_summaries
     from ..lm.views.runs import KEY_PANELS, rules_view
     missing = llm_missing() if model is None else None
@@ -197,6 +203,34 @@ def _lora_rules(smoke: bool, runs: Path, progress: bool, model=None):
               + _regime(results, f"reuse-{k}")),
         config=f"staleness {k} (reuse); " + note,
         source=f"toy_rl.experiments.sweep under {runs} (finished runs read back, missing ones run)")
+
+
+def _hard_comparison():
+    """(figure, caption parts) of rung 3's default comparison (``search-hard-warm``, where negatives dominate),
+    drawn as notebook 06's section 5 draws it from the logs in results/ (nothing trained); None while results/ holds
+    none of its runs."""
+    from ..arithmetic.comparison import from_logs
+    from ..arithmetic.views import comparison_view
+    from ..course.logs import RESULTS, run_folders
+    from .rungs import HARD, HARD_RUNNER, HARD_RUNS, hard_bapo_configs
+    if not hard_bapo_configs():
+        return None
+    folder = RESULTS / HARD
+    result, landed = from_logs(folder), len(run_folders(folder))
+    fig, drawn = comparison_view(result, rung="Rung 3")
+    g = result["gate"]
+    interim = "" if landed >= HARD_RUNS else f" Interim: {landed} of the {HARD_RUNS} runs have landed"
+    return fig, dict(
+        what=("Rung 3 where negatives dominate: LoRA RL on SmolLM2-135M-Instruct, task search-hard-warm (wrong "
+              "answers run longer), staleness 2. Left: greedy held-out accuracy per rule, mean and 95% band over "
+              "seeds; middle: BAPO's bounds per update; right: BAPO minus each rule on accuracy averaged over "
+              "training, paired 95% interval by seed (filled where p_holm < 0.05). Accuracy averaged over "
+              "training: " + ", ".join(f"{r['rule']} {r['auc_accuracy']:.3f}" for r in result["rows"])
+              + f". Regime {g['regime']}: BAPO's bounds moved in {100 * g['search_moved_frac']:.0f}% of its "
+              f"{g['updates']} updates" + ("." + interim if interim else "")),
+        config=(f"{HARD_RUNNER}; seeds per rule: "
+                + ", ".join(f"{rule} {len(result['runs'][rule])}" for rule in drawn)),
+        source=f"results/{HARD} (the committed logs, read back; nothing trained)")
 
 
 def _minibatches(smoke: bool, runs: Path, progress: bool, model=None):
@@ -230,6 +264,9 @@ def _plan_partial(smoke: bool, runs: Path, model=None) -> Plan:
 
 
 def _plan_lora(smoke: bool, runs: Path, model=None) -> Plan:
+    from .rungs import hard_bapo_configs
+    if not smoke and model is None and hard_bapo_configs():
+        return Plan()                   # read back from results/ (_hard_comparison)
     c = RUNG3_SMOKE if smoke else RUNG3
     return lora_plan(runs, (max(c["stalenesses"]) if smoke else FOCUS,), c["seeds"], smoke=smoke, model=model)
 

@@ -254,6 +254,12 @@ HARD_RUNNER = ("toy-rl lora --task search-hard-warm --controls --rule symmetric 
 HARD_RUNS = 20       # its 5 seeds of symmetric, clip-higher, BAPO and BAPO's mean bounds held fixed
 
 
+def hard_bapo_configs() -> list[Path]:
+    """The config.json of each BAPO run of :data:`HARD` that results/ holds (none: the comparison is not there)."""
+    from ..course.logs import RESULTS
+    return sorted((RESULTS / HARD).glob("*/bapo/seed*/config.json"))
+
+
 def _rung3_comparison() -> dict | None:
     """Rung 3's default comparison where negatives dominate (:data:`HARD_RUNNER`, about 20 hours of one CPU core),
     read back from its logs in results/ (nothing trained): the figure, table and verdicts of notebook 06's section
@@ -263,8 +269,7 @@ def _rung3_comparison() -> dict | None:
     from ..arithmetic.views import comparison_view
     from ..course.logs import RESULTS, run_folders
     from ..lm.comparison import comparison_verdicts
-    folder = RESULTS / HARD
-    configs = sorted(folder.glob("*/bapo/seed*/config.json"))
+    folder, configs = RESULTS / HARD, hard_bapo_configs()
     if not configs:
         return None
     result, cfg = from_logs(folder), json.loads(configs[0].read_text())
