@@ -79,6 +79,8 @@ def test_the_rung3_key_figure_reads_the_committed_comparison(tmp_path):
     assert all(f"{r['rule']} {r['auc_accuracy']:.3f}" in e["what"] for r in result["rows"])
     assert (f"Interim: {landed} of the {HARD_RUNS} runs" in e["what"]) == (landed < HARD_RUNS)
     assert not (tmp_path / "runs").exists()                                  # nothing trained
+    committed = json.loads((ROOT / DOCS_FIGURES / "captions.json").read_text())["06-lora-rules"]
+    assert committed["what"] == e["what"], "redraw: toy-rl figures --only 06-lora-rules --overwrite"   # as runs land
 
 @pytest.mark.skipif(llm_missing() is None, reason="the llm extra and SmolLM2 are installed here")
 def test_lora_figure_is_skipped_with_a_reason_without_the_llm_extra(tmp_path):
