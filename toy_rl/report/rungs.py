@@ -285,7 +285,8 @@ def _rung3_comparison() -> dict | None:
                 f"{cfg['dtype']}, held-out accuracy on {cfg['eval_size']} problems every {cfg['eval_every']} updates"),
         seeds=f"per rule: {seeds} (search-hard-warm)", runner=HARD_RUNNER,
         source=(f"results/{HARD} (the committed logs, read back; nothing trained; every run from the warm start "
-                f"committed in results/warm-starts/, {landed} of the {HARD_RUNS} runs landed so far)"),
+                f"committed in results/warm-starts/, " + (f"{landed} of the {HARD_RUNS} runs landed so far)"
+                                                            if landed < HARD_RUNS else f"all {HARD_RUNS} runs landed)")),
         figures=[("comparison", fig, "Where negatives dominate (search-hard-warm). Left: greedy held-out accuracy per "
                   "rule, mean and 95% band over seeds. Middle: BAPO's bounds per update. Right: BAPO minus each rule "
                   "on the primary endpoint (accuracy averaged over training), paired 95% interval by seed, filled "
