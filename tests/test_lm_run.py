@@ -114,6 +114,7 @@ def test_run_writes_its_folder_and_records(tmp_path):
     assert b["logp"].shape == b["old_logp"].shape == b["mask"].shape and b["advantages"].shape[0] == 8
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["rule"] == "bapo" and config["lm_head"] == "answer tokens"     # how the run scored its tokens
+    assert config["answers"] == "packed"
     with pytest.raises(ValueError, match="no stored batch"):
         load_batch(tmp_path, 99)
 

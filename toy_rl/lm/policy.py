@@ -49,6 +49,7 @@ from . import decode
 from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
 from .lora import cast_base
+from . import packing
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")
@@ -107,6 +108,10 @@ class HFPolicy:
         forward for its backward (one forward per answer, not a no-grad one and a second with grad). Same
         numbers; it holds every micro-batch's activations at once (bench/bench_update_cuts.py prints how much),
         which is what micro-batches are there to avoid: off by default.
+    pack_answers:
+        with ``head_on_answers`` in effect, ``score`` lays each distinct prompt's answers end to end behind it,
+        without padding (:mod:`toy_rl.lm.packing`): the same log-probs and gradients up to rounding, over real
+        answer tokens only. A run records it in config.json (``"answers": "packed"``).
     """
 
     sample_takes_rescore_from = True    # sample(rescore_from=k) leaves the first k answers to their update's scoring
@@ -114,7 +119,7 @@ class HFPolicy:
     def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
                  system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True,
                  rescore: bool | None = None, rescore_rows: int | None = None, lean_decode: bool = True,
-                 head_on_answers: bool = True, hold_graphs: bool = False):
+                 head_on_answers: bool = True, hold_graphs: bool = False, pack_answers: bool = True):
         if prompt_format not in FORMATS:
             raise ValueError(f"prompt_format must be one of {FORMATS}; got {prompt_format!r}")
         if max_batch < 1:
@@ -135,7 +140,7 @@ class HFPolicy:
         self.rescore = self.dtype != torch.float32 if rescore is None else bool(rescore)
         self.rescore_rows = rescore_rows
         self.lean_decode, self._lean = lean_decode, None
-        self.head_on_answers, self.hold_graphs = head_on_answers, hold_graphs
+        self.head_on_answers, self.hold_graphs, self.pack_answers = head_on_answers, hold_graphs, pack_answers
         self._gap, self._head_hook, self._math_attention = [0.0, 0], None, False
         self._tune_for_dtype()
 
@@ -250,15 +255,17 @@ class HFPolicy:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     # ---------------------------------------------------------------------------- model calls
-    def _forward(self, input_ids, attention_mask, cache=None, logits_to_keep: int = 0, body=None):
+    def _forward(self, input_ids, attention_mask, cache=None, logits_to_keep: int = 0, body=None, position_ids=None):
         """The model's logits at the last ``logits_to_keep`` positions (0: all); with ``body`` (the decoder under
-        the LM head, :meth:`_body_and_head`), that body's last hidden states there instead."""
+        the LM head, :meth:`_body_and_head`), that body's last hidden states there instead. Position ids from the
+        (2-D) ``attention_mask`` unless given (a 4-D mask of who may attend whom needs them)."""
         kw = {self._cache_kw: cache, "use_cache": cache is not None}
         if body is None and self._keep_kw and logits_to_keep:
             kw[self._keep_kw] = logits_to_keep
         with sdpa_kernel(SDPBackend.MATH) if self._math_attention else nullcontext():
             out = (body or self.model)(input_ids=input_ids, attention_mask=attention_mask,
-                                       position_ids=positions(attention_mask)[:, -input_ids.shape[1]:], **kw)
+                                       position_ids=(positions(attention_mask)[:, -input_ids.shape[1]:]
+                                                     if position_ids is None else position_ids), **kw)
         out = out.logits if body is None else out.last_hidden_state
         return out[:, -logits_to_keep:] if logits_to_keep else out
 
@@ -387,7 +394,8 @@ class HFPolicy:
         ``attention_mask``; only the positions start-1 .. L-2 go through the LM head, and with
         ``head_on_answers`` (a Llama, Qwen or Mistral) only those of real answer tokens (mask 1): the head and
         the float32 log-softmax over the vocabulary are the update's largest tensors, and answers of one batch
-        are mostly padding. With ``temperature > 0`` the logits are divided by it, as in ``sample``. Entries
+        are mostly padding. There, with ``pack_answers``, the decoder skips the padding too: each distinct
+        prompt once, its answers packed behind it (:mod:`toy_rl.lm.packing`). With ``temperature > 0`` the logits are divided by it, as in ``sample``. Entries
         at padding are 0 then, and otherwise computed too (finite): multiply by the response mask before using them.
         ``entropy=False`` skips the entropy (returned as None).
         """
@@ -406,13 +414,18 @@ class HFPolicy:
         # shared-prompt path would score answers without their prompt: use one full forward then.
         checkpointed = self.model.training and _checkpointing(self.model)
         body, head = self._body_and_head() or (None, None)
-        out = self._shared_prompt_logits(ids, mask, start, body) if self.share_prompts and not checkpointed else None
+        out = None
+        if head is not None and self.pack_answers and not checkpointed:
+            out = self._packed_answer_states(ids, mask, start, body)      # real answer tokens only: (N, hidden)
+        packed = out is not None
+        if out is None and self.share_prompts and not checkpointed:
+            out = self._shared_prompt_logits(ids, mask, start, body)
         if out is None:
             out = self._forward(ids, mask, logits_to_keep=L - start + 1, body=body)[:, :-1]
         targets, real = ids[:, start:], None
         if head is not None:            # the head on real answer tokens only: padding gets 0
             real = mask[:, start:].bool()
-            out, targets = head(out[real]), targets[real]
+            out, targets = head(out if packed else out[real]), targets[real]
         logits = out.float()
         if temperature > 0 and temperature != 1.0:
             logits = logits / temperature
@@ -443,6 +456,19 @@ class HFPolicy:
         cache.batch_select_indices(where)
         rest = self._forward(ids[:, start:-1], mask[:, :-1], cache, body=body)
         return torch.cat([first[where], rest], dim=1)
+
+    def _packed_answer_states(self, ids, mask, start, body):
+        """The body's states that predict each real answer token (N, hidden), in the order of
+        ``mask[:, start:].bool()``: each distinct prompt once, with a KV cache, then its answers packed after it
+        without padding (:mod:`toy_rl.lm.packing`). None where answers are not contiguous."""
+        first, where = distinct_rows(ids[:, :start], mask[:, :start])
+        packed = packing.pack_answers(ids, mask, start, first, where)
+        if packed is None:
+            return None
+        cache = new_cache(self.model)
+        last = self._forward(ids[first, :start], mask[first, :start], cache, logits_to_keep=1, body=body)
+        states = self._forward(packed.ids, packed.allowed, cache, body=body, position_ids=packed.positions)
+        return torch.cat([last.flatten(0, 1), states.flatten(0, 1)])[packed.take]
 
     # ---------------------------------------------------------------------------- training state
     def _named_trainable(self):

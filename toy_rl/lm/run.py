@@ -266,6 +266,8 @@ def train(spec, folder) -> list[dict]:
     policy = warm_policy(policy, task, spec.model, progress=spec.progress)
     hold = spec.option("hold_graphs")               # the same numbers either way: not part of the run's identity
     policy.hold_graphs = policy.device.type == "cpu" if hold is None else bool(hold)
+    if spec.resume and (Path(folder) / CHECKPOINT).is_file() and "answers" not in (read_config(folder) or {}):
+        policy.pack_answers = False                 # a run resumes in the layout it started in: they round apart
     written = {"dtype": settings["dtype"]}
     if getattr(task, "warm_start", 0):              # which warm start: runs paired by seed must share it
         from .warmstart import fingerprint
@@ -274,6 +276,8 @@ def train(spec, folder) -> list[dict]:
         written["cpu_bf16"] = cpu_bf16_units()      # bf16 rounds differently with and without AMX
     if getattr(policy, "scores_answers_only", False):
         written["lm_head"] = "answer tokens"        # the head's backward rounds differently from the full head's
+        if policy.pack_answers:
+            written["answers"] = "packed"           # so do packed answers (toy_rl.lm.packing)
     captured: dict = {}
     keep = spec.option("keep_batches")
     with lock_run(folder):                          # the batches are this run's too: one writer at a time
