@@ -14,15 +14,11 @@ Run: python bench/bench_packing.py [--repeats 2 --dtype bfloat16 --threads 1]
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import torch
 
-from bench_bf16 import torch_machine_line
-from bench_update_cuts import adapters_flat, difference, sampled_batch
-
-RULES = ("symmetric", "bapo")
+from bench_update_cuts import paired_rows, sampled_batch, search_hard_policy
 
 
 def one_update(policy, adapters, batch, cfg, packed: bool):
@@ -53,20 +49,12 @@ def main() -> int:
     args = ap.parse_args()
     if min(args.repeats, args.threads) < 1:
         ap.error("--repeats and --threads must be at least 1")
-    from toy_rl.experiments.tasks import make_task
-    from toy_rl.lm.load import llm_missing
-    from toy_rl.lm.presets import get_preset
-    from toy_rl.lm.run import make_policy, rl_defaults, warm_policy
+    from toy_rl.lm.run import warm_policy
     from toy_rl.rl.config import RLConfig
-    if llm_missing():
-        print(f"skipped: {llm_missing()}")
+    loaded = search_hard_policy(args.dtype, args.threads)
+    if loaded is None:
         return 0
-    torch.set_num_threads(args.threads)
-    print(torch_machine_line())
-    task, preset = make_task("lm", "search-hard-warm"), get_preset("smollm2-135m")
-    settings = {**rl_defaults(task, "smollm2-135m"), "max_new_tokens": 96, "micro_batch": 16}
-    policy = make_policy(preset.model, task, seed=0, dtype=args.dtype, device="cpu", rank=preset.lora_rank,
-                         alpha=preset.lora_alpha, share_prompts=preset.share_prompts, micro_batch=16)
+    task, preset, settings, policy = loaded
     warm_policy(policy, task, preset.model)
     adapters = policy.get_weights()
     batch = sampled_batch(policy, task, RLConfig(rule="bapo", **settings))
@@ -76,20 +64,8 @@ def main() -> int:
           f"{padded} answer positions for {real} answer tokens; {args.repeats} repeats after 1 warm-up, medians")
     print("\n| rule | padded s | packed s | padded / packed | log-probs | weights after the step |\n"
           "|---|---|---|---|---|---|")
+    paired_rows(one_update, policy, adapters, batch, settings, args.repeats)
     m = batch.response_mask.bool()
-    for rule in RULES:
-        cfg = RLConfig(rule=rule, **settings)
-        times = {True: [], False: []}
-        for r in range(args.repeats + 1):
-            out = {packed: one_update(policy, adapters, batch, cfg, packed) for packed in (False, True)}
-            if r:
-                for packed in out:
-                    times[packed].append(out[packed][0])
-        (_, w0, lp0), (_, w1, lp1) = out[False], out[True]
-        before, after = statistics.median(times[False]), statistics.median(times[True])
-        flat = adapters_flat(adapters)
-        print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | {difference(lp0[m], lp1[m])} | "
-              f"{difference(w0 - flat, w1 - flat)} |")
     if args.dtype != "float32":
         print(f"\n{args.dtype} rounds differently in each layout (the attention's shapes differ); each against "
               "float32's log-probs of the same batch (padded), per answer token:")

@@ -107,6 +107,45 @@ def run_start(policy, adapters, task, cfg, cuts: bool):
     return secs, [{k: v for k, v in r.items() if k != "seconds"} for r in records], policy.get_weights()
 
 
+def search_hard_policy(dtype: str, threads: int):
+    """(task, preset, settings, policy): SmolLM2-135M-Instruct with the smollm2-135m preset's LoRA on
+    ``search-hard-warm``, at most 96 new tokens and micro-batch 16, as the comparison runs train, after printing the
+    machine; None (printed) when the llm extras are missing."""
+    from toy_rl.experiments.tasks import make_task
+    from toy_rl.lm.load import llm_missing
+    from toy_rl.lm.presets import get_preset
+    from toy_rl.lm.run import make_policy, rl_defaults
+    if llm_missing():
+        print(f"skipped: {llm_missing()}")
+        return None
+    torch.set_num_threads(threads)
+    print(torch_machine_line())
+    task, preset = make_task("lm", "search-hard-warm"), get_preset("smollm2-135m")
+    settings = {**rl_defaults(task, "smollm2-135m"), "max_new_tokens": 96, "micro_batch": 16}
+    policy = make_policy(preset.model, task, seed=0, dtype=dtype, device="cpu", rank=preset.lora_rank,
+                         alpha=preset.lora_alpha, share_prompts=preset.share_prompts, micro_batch=16)
+    return task, preset, settings, policy
+
+
+def paired_rows(update, policy, adapters, batch, settings, repeats: int) -> None:
+    """For each rule of RULES, ``update(policy, adapters, batch, cfg, on)`` off then on, ``repeats`` times after one
+    warm-up: a table row of medians, off / on, and how far apart the log-probs and the steps are."""
+    from toy_rl.rl.config import RLConfig
+    m, flat = batch.response_mask.bool(), adapters_flat(adapters)
+    for rule in RULES:
+        cfg = RLConfig(rule=rule, **settings)
+        times = {True: [], False: []}
+        for r in range(repeats + 1):
+            out = {on: update(policy, adapters, batch, cfg, on) for on in (False, True)}
+            if r:
+                for on in out:
+                    times[on].append(out[on][0])
+        (_, w0, lp0, *_), (_, w1, lp1, *_) = out[False], out[True]
+        before, after = statistics.median(times[False]), statistics.median(times[True])
+        print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | {difference(lp0[m], lp1[m])} | "
+              f"{difference(w0 - flat, w1 - flat)} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=2, help="timed updates per rule and path (default 2)")
@@ -118,20 +157,11 @@ def main() -> int:
     args = ap.parse_args()
     if min(args.repeats, args.threads) < 1:
         ap.error("--repeats and --threads must be at least 1")
-    from toy_rl.experiments.tasks import make_task
-    from toy_rl.lm.load import llm_missing
-    from toy_rl.lm.presets import get_preset
-    from toy_rl.lm.run import make_policy, rl_defaults
     from toy_rl.rl.config import RLConfig
-    if llm_missing():
-        print(f"skipped: {llm_missing()}")
+    loaded = search_hard_policy(args.dtype, args.threads)
+    if loaded is None:
         return 0
-    torch.set_num_threads(args.threads)
-    print(torch_machine_line())
-    task, preset = make_task("lm", "search-hard-warm"), get_preset("smollm2-135m")
-    settings = {**rl_defaults(task, "smollm2-135m"), "max_new_tokens": 96, "micro_batch": 16}
-    policy = make_policy(preset.model, task, seed=0, dtype=args.dtype, device="cpu", rank=preset.lora_rank,
-                         alpha=preset.lora_alpha, share_prompts=preset.share_prompts, micro_batch=16)
+    task, preset, settings, policy = loaded
     gen = torch.Generator().manual_seed(5)
     adapters = {k: v + 0.01 * torch.randn(v.shape, generator=gen) for k, v in policy.get_weights().items()}
     policy.set_weights(adapters)
@@ -142,18 +172,7 @@ def main() -> int:
     print("\n| rule | before s | after s | before / after | log-probs | weights after the step |\n"
           "|---|---|---|---|---|---|")
     m = batch.response_mask.bool()
-    for rule in RULES:
-        cfg = RLConfig(rule=rule, **settings)
-        times = {True: [], False: []}
-        for r in range(args.repeats + 1):
-            out = {cuts: one_update(policy, adapters, batch, cfg, cuts) for cuts in (False, True)}
-            if r:
-                for cuts in out:
-                    times[cuts].append(out[cuts][0])
-        (_, w0, lp0, _), (_, w1, lp1, _) = out[False], out[True]
-        before, after = statistics.median(times[False]), statistics.median(times[True])
-        print(f"| {rule} | {before:.2f} | {after:.2f} | {before / after:.2f}x | {difference(lp0[m], lp1[m])} | "
-              f"{difference(w0 - adapters_flat(adapters), w1 - adapters_flat(adapters))} |")
+    paired_rows(one_update, policy, adapters, batch, settings, args.repeats)
     cfg, peak, times, last = RLConfig(rule="bapo", **settings), {}, {True: [], False: []}, {}
     for hold in (False, True):                  # the process's peak memory only grows: the held graphs last
         for r in range(args.repeats + 1):

@@ -46,6 +46,20 @@ def batch_of(p, seed=0):
     return BatchSource(p, FirstDigitTask(), prompts=3, group_size=4, max_new_tokens=6, seed=seed).next(0)
 
 
+def scored_on_and_off(p, b, switch: str) -> list:
+    """[(log-probs, entropies, adapter gradients)] of batch ``b`` under ``p`` with its attribute ``switch`` on, then
+    off (left on)."""
+    out = []
+    for on in (True, False):
+        setattr(p, switch, on)
+        p.model.zero_grad()
+        logp, ent = p.score(b.input_ids, b.attention_mask, b.start)
+        (logp * b.response_mask).sum().backward()
+        out.append((logp.detach(), ent, [w.grad.clone() for w in p.trainable_parameters()]))
+    setattr(p, switch, True)
+    return out
+
+
 def test_auto_follows_the_cpu_and_gpu_capability(monkeypatch):
     for capability, flags, want in [("AVX512", {"avx512f", "avx512_bf16"}, "bfloat16"),
                                     ("AVX512", {"amx_bf16"}, "bfloat16"), ("AVX512", {"avx512f"}, "float32"),
@@ -225,15 +239,8 @@ def test_the_head_on_answer_tokens_only_gives_the_same_numbers(dtype, share):
     b = batch_of(p)
     m = b.response_mask.bool()
     assert not m.all()                                   # answers of different lengths: some padding to skip
-    p.share_prompts, out = share, []
-    for on in (True, False):
-        p.head_on_answers = on
-        p.model.zero_grad()
-        logp, ent = p.score(b.input_ids, b.attention_mask, b.start)
-        (logp * b.response_mask).sum().backward()
-        out.append((logp.detach(), ent, [w.grad.clone() for w in p.trainable_parameters()]))
-    (lp_on, ent_on, g_on), (lp_off, ent_off, g_off) = out
-    p.head_on_answers = True
+    p.share_prompts, p.pack_answers = share, False     # the head alone (packed answers: tests/test_lm_packing.py)
+    (lp_on, ent_on, g_on), (lp_off, ent_off, g_off) = scored_on_and_off(p, b, "head_on_answers")
     assert p._body_and_head() is not None                 # a Llama: the answer-only head ran
     tol = {"float32": 1e-5, "bfloat16": 0.05}[dtype]
     assert torch.allclose(lp_on[m], lp_off[m], atol=tol) and torch.allclose(ent_on[m], ent_off[m], atol=tol)

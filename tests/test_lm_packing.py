@@ -11,7 +11,7 @@ pytest.importorskip("peft", reason="the llm extras are not installed (pip instal
 
 import torch  # noqa: E402
 
-from test_lm_bf16 import batch_of, policy  # noqa: E402
+from test_lm_bf16 import batch_of, policy, scored_on_and_off  # noqa: E402
 from test_lm_run import spec  # noqa: E402
 from toy_rl.experiments import run, status  # noqa: E402
 from toy_rl.arithmetic.model.gpt import distinct_rows  # noqa: E402
@@ -64,14 +64,7 @@ def test_packed_scoring_gives_the_padded_numbers(dtype, seed):
     b = batch_of(p, seed)
     m = b.response_mask.bool()
     assert not m.all() and len(set(m.sum(1).tolist())) > 1          # answers of different lengths
-    out = []
-    for pack in (True, False):
-        p.pack_answers = pack
-        p.model.zero_grad()
-        logp, ent = p.score(b.input_ids, b.attention_mask, b.start)
-        (logp * b.response_mask).sum().backward()
-        out.append((logp.detach(), ent, [w.grad.clone() for w in p.trainable_parameters()]))
-    (lp, ent, g), (lp0, ent0, g0) = out
+    (lp, ent, g), (lp0, ent0, g0) = scored_on_and_off(p, b, "pack_answers")
     tol = {"float32": 1e-5, "bfloat16": 0.05}[dtype]
     assert torch.allclose(lp[m], lp0[m], atol=tol) and torch.allclose(ent[m], ent0[m], atol=tol)
     assert (lp[~m] == 0).all() and (ent[~m] == 0).all()
