@@ -13,12 +13,11 @@ Run: python bench/bench_packing.py [--repeats 2 --dtype bfloat16 --threads 1]
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
 
-from bench_update_cuts import paired_rows, sampled_batch, search_hard_policy
+from bench_update_cuts import checked, paired_rows, sampled_batch, search_hard_policy, update_bench_parser
 
 
 def one_update(policy, adapters, batch, cfg, packed: bool):
@@ -42,13 +41,7 @@ def positions(batch, micro: int) -> tuple[int, int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=2, help="timed updates per rule and layout (default 2)")
-    ap.add_argument("--dtype", default="bfloat16", help="float32 or bfloat16 (default, as the comparison runs)")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
-    args = ap.parse_args()
-    if min(args.repeats, args.threads) < 1:
-        ap.error("--repeats and --threads must be at least 1")
+    args = checked(update_bench_parser(__doc__))
     from toy_rl.lm.run import warm_policy
     from toy_rl.rl.config import RLConfig
     loaded = search_hard_policy(args.dtype, args.threads)

@@ -107,6 +107,22 @@ def run_start(policy, adapters, task, cfg, cuts: bool):
     return secs, [{k: v for k, v in r.items() if k != "seconds"} for r in records], policy.get_weights()
 
 
+def update_bench_parser(doc: str) -> argparse.ArgumentParser:
+    """The options every update bench takes: --repeats, --dtype, --threads."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=2, help="timed updates per rule and path (default 2)")
+    ap.add_argument("--dtype", default="bfloat16", help="float32 or bfloat16 (default, as the comparison runs)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
+    return ap
+
+
+def checked(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    args = ap.parse_args()
+    if min(args.repeats, args.threads) < 1:
+        ap.error("--repeats and --threads must be at least 1")
+    return args
+
+
 def search_hard_policy(dtype: str, threads: int):
     """(task, preset, settings, policy): SmolLM2-135M-Instruct with the smollm2-135m preset's LoRA on
     ``search-hard-warm``, at most 96 new tokens and micro-batch 16, as the comparison runs train, after printing the
@@ -147,16 +163,11 @@ def paired_rows(update, policy, adapters, batch, settings, repeats: int) -> None
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=2, help="timed updates per rule and path (default 2)")
-    ap.add_argument("--dtype", default="bfloat16", help="float32 or bfloat16 (default, as the comparison runs)")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1, as the runs use)")
+    ap = update_bench_parser(__doc__)
     ap.add_argument("--run", action="store_true", help="also part 2: a run's first updates from the warm start")
     ap.add_argument("--staleness", type=int, default=2, help="part 2's staleness (reuse; default 2, as the "
                                                               "comparison): it trains staleness + 1 updates")
-    args = ap.parse_args()
-    if min(args.repeats, args.threads) < 1:
-        ap.error("--repeats and --threads must be at least 1")
+    args = checked(ap)
     from toy_rl.rl.config import RLConfig
     loaded = search_hard_policy(args.dtype, args.threads)
     if loaded is None:
