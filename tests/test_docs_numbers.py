@@ -330,3 +330,7 @@ def test_the_rung3_comparison_so_far_follows_from_the_committed_runs():
         assert (f"At {min(seeds)} seeds of each rule" if len(seeds) == 1 else "") in readme
         assert (f"BAPO − symmetric {_minus(100 * vs['diff_auc_accuracy'], '+.1f')} points of accuracy averaged over "
                 f"training (p_holm {vs['p_holm_auc_accuracy']:.2g})") in readme
+        if landed >= 20:                            # the control too, once it is in
+            fixed = next(r for r in again["rows"] if r["rule"] == "fixed@bapo-mean")
+            assert (f"BAPO − its own mean bounds held fixed {_minus(100 * fixed['diff_auc_accuracy'], '+.1f')} "
+                    f"(p_holm {fixed['p_holm_auc_accuracy']:.2g})") in readme
