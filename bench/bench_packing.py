@@ -1,4 +1,4 @@
-"""Benchmark: rung 3's update with each prompt's answers packed behind it (no padding) against the padded layout.
+"""Benchmark: rung 3's update in two layouts, side by side: answers packed or padded; the prompts' prefix once or not.
 
 ``HFPolicy.pack_answers`` (:mod:`toy_rl.lm.packing`): a micro-batch's answers are right-padded to the longest, and
 on a warm-started ``search-hard-warm`` batch most answer columns are padding (wrong answers run to 96 tokens, right
@@ -9,10 +9,15 @@ tokens, old log-probs jittered so that some ratios clip), micro-batch 16, as the
 runs padded then packed from the same adapters, for symmetric and BAPO (its search pass a no-grad forward, as with
 ``hold_graphs`` off). It prints the machine, the answer positions each layout computes, the seconds, padded /
 packed, and how far apart the two are: the log-probs and the step each made (weights after minus before).
-Run: python bench/bench_packing.py [--repeats 2 --dtype bfloat16 --threads 1]
+
+``--layout prefix`` compares ``HFPolicy.share_prefix`` (:mod:`toy_rl.lm.prefill`) off and on instead, answers packed:
+the 115 tokens of few-shot examples every ``search-hard-warm`` prompt begins with run once per micro-batch rather
+than once per distinct prompt (a micro-batch of 16 holds 2), and the sampler's prefill runs them once (timed too).
+Run: python bench/bench_packing.py [--repeats 2 --dtype bfloat16 --threads 1 --layout answers|prefix]
 """
 from __future__ import annotations
 
+import statistics
 import time
 
 import torch
@@ -20,17 +25,39 @@ import torch
 from bench_update_cuts import checked, paired_rows, sampled_batch, search_hard_policy, update_bench_parser
 
 
-def one_update(policy, adapters, batch, cfg, packed: bool):
-    """(seconds, weights after, log-probs) of one update from ``adapters``, answers packed or padded."""
-    from toy_rl.rl import loop
-    policy.set_weights(adapters)
-    policy.pack_answers, policy.hold_graphs = packed, False
-    opt = loop.make_optimizer(policy, cfg.lr)
-    t0 = time.perf_counter()
-    _, logp, _ = loop._update(policy, opt, batch, cfg.rule_obj, cfg)
-    secs = time.perf_counter() - t0
-    policy.pack_answers = True
-    return secs, torch.cat([w.detach().flatten() for w in policy.trainable_parameters()]), logp
+SWITCHES = {"answers": "pack_answers", "prefix": "share_prefix"}       # --layout: the HFPolicy switch it turns
+LABELS = {"answers": ("padded", "packed"), "prefix": ("prefix per prompt", "prefix once")}
+
+
+def updater(switch: str):
+    def one_update(policy, adapters, batch, cfg, on: bool):
+        """(seconds, weights after, log-probs) of one update from ``adapters``, ``switch`` on or off."""
+        from toy_rl.rl import loop
+        policy.set_weights(adapters)
+        policy.hold_graphs = False
+        setattr(policy, switch, on)
+        opt = loop.make_optimizer(policy, cfg.lr)
+        t0 = time.perf_counter()
+        _, logp, _ = loop._update(policy, opt, batch, cfg.rule_obj, cfg)
+        secs = time.perf_counter() - t0
+        setattr(policy, switch, True)
+        return secs, torch.cat([w.detach().flatten() for w in policy.trainable_parameters()]), logp
+    return one_update
+
+
+def sampling_seconds(policy, task, settings, repeats: int) -> dict:
+    """{share_prefix: median seconds} of sampling one batch, off and on in turn (after one warm-up)."""
+    from toy_rl.rl.config import RLConfig
+    times = {False: [], True: []}
+    for r in range(repeats + 1):
+        for on in times:
+            policy.share_prefix = on
+            t0 = time.perf_counter()
+            sampled_batch(policy, task, RLConfig(rule="bapo", **settings))
+            if r:
+                times[on].append(time.perf_counter() - t0)
+    policy.share_prefix = True
+    return {on: statistics.median(v) for on, v in times.items()}
 
 
 def positions(batch, micro: int) -> tuple[int, int]:
@@ -41,7 +68,11 @@ def positions(batch, micro: int) -> tuple[int, int]:
 
 
 def main() -> int:
-    args = checked(update_bench_parser(__doc__))
+    ap = update_bench_parser(__doc__)
+    ap.add_argument("--layout", choices=sorted(SWITCHES), default="answers",
+                    help="answers: padded against packed (default); prefix: the prompts' prefix per prompt or once")
+    args = checked(ap)
+    off, on = LABELS[args.layout]
     from toy_rl.lm.run import warm_policy
     from toy_rl.rl.config import RLConfig
     loaded = search_hard_policy(args.dtype, args.threads)
@@ -55,11 +86,14 @@ def main() -> int:
     print(f"SmolLM2-135M-Instruct from the warm start, {args.dtype}, search-hard-warm: batch "
           f"{tuple(batch.input_ids.shape)}, prompt {batch.start} tokens, micro-batch 16: the padded layout computes "
           f"{padded} answer positions for {real} answer tokens; {args.repeats} repeats after 1 warm-up, medians")
-    print("\n| rule | padded s | packed s | padded / packed | log-probs | weights after the step |\n"
+    print(f"\n| rule | {off} s | {on} s | {off} / {on} | log-probs | weights after the step |\n"
           "|---|---|---|---|---|---|")
-    paired_rows(one_update, policy, adapters, batch, settings, args.repeats)
+    paired_rows(updater(SWITCHES[args.layout]), policy, adapters, batch, settings, args.repeats)
     m = batch.response_mask.bool()
-    if args.dtype != "float32":
+    if args.layout == "prefix":
+        secs = sampling_seconds(policy, task, settings, args.repeats)
+        print(f"| sampling the batch | {secs[False]:.2f} | {secs[True]:.2f} | {secs[False] / secs[True]:.2f}x | | |")
+    elif args.dtype != "float32":
         print(f"\n{args.dtype} rounds differently in each layout (the attention's shapes differ); each against "
               "float32's log-probs of the same batch (padded), per answer token:")
         policy.set_weights(adapters)

@@ -35,7 +35,7 @@ def test_a_hand_made_batch_packs_as_drawn():
                          [0, 1, 1, 1, 1, 0]])
     first, where = distinct_rows(ids[:, :3], mask[:, :3])
     assert first.tolist() == [0, 1] and where.tolist() == [0, 1, 0]
-    p = pack_answers(ids, mask, 3, first, where)
+    p = pack_answers(ids, mask, 3, where, mask[first, :3].bool(), mask[first, :3].sum(1))
     assert p.ids.tolist() == [[11, 12, 31], [0, 0, 0]]
     assert p.positions.tolist() == [[2, 3, 2], [0, 0, 0]]          # prompt A has 2 real tokens, answers restart
     P, S = 2, 3

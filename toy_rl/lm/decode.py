@@ -1,7 +1,7 @@
 """A lean decode loop for a Llama policy with LoRA on the CPU: what :meth:`HFPolicy.sample` runs by default.
 
-The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, as before). Its KV cache is
-kept once per distinct prompt, the answers' keys and values go into one preallocated tensor
+The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, their shared few-shot prefix once:
+:mod:`toy_rl.lm.prefill`). Its KV cache is kept once per distinct prompt, the answers' keys and values go into one preallocated tensor
 ``[layers, 2, rows, kv_heads, max_new_tokens - 1, head_dim]`` (:class:`KV`), and every later token runs through
 :func:`step`, a hand-written Llama decoder step: RMSNorm, rotary, grouped-query attention, SiLU MLP. It reads the
 model's own weights; LoRA is merged once per ``sample`` call (``W + scale * B @ A`` in float32, rounded once to
@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .forward import cache_layers, new_cache, unique_rows
+from .prefill import prefill
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")      # static rotary tables (no dynamic rescaling)
@@ -134,7 +135,7 @@ class KV:
 
     def __init__(self, hf_cache, prompt_mask, u, room: int):
         self.prompt = torch.stack([torch.stack(kv) for kv in cache_layers(hf_cache)]).float()
-        self.bias = torch.zeros(prompt_mask.shape).masked_fill_(prompt_mask == 0, float("-inf"))
+        self.bias = torch.zeros(prompt_mask.shape).masked_fill_(~prompt_mask.bool(), float("-inf"))
         n_layers, _, _, heads, _, dim = self.prompt.shape
         self.answer = torch.empty((n_layers, 2, len(u), heads, room, dim))
         self._layout(u)
@@ -224,19 +225,18 @@ def _draw_noise(noise, needed, generator):
 @torch.inference_mode()
 def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: float, generator):
     """:meth:`HFPolicy._sample_batch` on :func:`step`: the distinct prompts go through ``policy``'s HF forward
-    once, the answers through :func:`step`. Returns one ``(tokens, logps, finished)`` per prompt."""
-    from ..arithmetic.model.tokenizer import left_pad
+    once (:func:`toy_rl.lm.prefill.prefill`), the answers through :func:`step`. Returns one ``(tokens, logps, finished)`` per prompt."""
     B, T, pad_id = len(prompts), max_new_tokens, policy.pad_id
     unique, where = unique_rows(prompts)
-    ids, pmask = left_pad(unique, None, pad_id)
-    cache = new_cache(policy.model)
-    logits = policy._forward(ids, pmask, cache, logits_to_keep=1)[:, -1]          # prefill
+    cache, base = new_cache(policy.model), _base(policy.model)
+    pre = prefill(policy, unique, cache, base.model, share=policy.share_prefix)
     where = torch.tensor(where)
     rows = torch.argsort(where, stable=True)              # batch row -> answer; rows sorted by prompt
     u, in_order = where[rows], bool((rows == torch.arange(B)).all())
-    kv = KV(cache, pmask, u, T - 1)
+    kv = KV(cache, pre.keys, u, T - 1)
     del cache
-    logits, pos = logits[u], pmask.sum(1)[u]              # each row's position of its first answer token
+    logits = base.get_output_embeddings()(pre.last)[u]
+    pos = pre.lengths[u]                                  # each row's position of its first answer token
     cos_t, sin_t = w.rope(int(pos.max()) + T)
     stop = torch.tensor(policy.stop_ids)
     tokens = torch.full((B, T), pad_id, dtype=torch.long)

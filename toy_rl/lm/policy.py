@@ -50,6 +50,7 @@ from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
 from .lora import cast_base
 from . import packing
+from .prefill import prefill
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")
@@ -112,6 +113,10 @@ class HFPolicy:
         with ``head_on_answers`` in effect, ``score`` lays each distinct prompt's answers end to end behind it,
         without padding (:mod:`toy_rl.lm.packing`): the same log-probs and gradients up to rounding, over real
         answer tokens only. A run records it in config.json (``"answers": "packed"``).
+    share_prefix:
+        where the distinct prompts of a batch begin alike (the same few-shot examples), run that prefix once and
+        copy its keys and values to each prompt (:mod:`toy_rl.lm.prefill`), when sampling and when scoring packed
+        answers: the same numbers up to rounding. A run records it in config.json (``"prompt_prefix": "once"``).
     """
 
     sample_takes_rescore_from = True    # sample(rescore_from=k) leaves the first k answers to their update's scoring
@@ -119,7 +124,8 @@ class HFPolicy:
     def __init__(self, model, tokenizer, stop_ids=None, prompt_format: str = "plain",
                  system_prompt: str | None = None, max_batch: int = 256, share_prompts: bool = True,
                  rescore: bool | None = None, rescore_rows: int | None = None, lean_decode: bool = True,
-                 head_on_answers: bool = True, hold_graphs: bool = False, pack_answers: bool = True):
+                 head_on_answers: bool = True, hold_graphs: bool = False, pack_answers: bool = True,
+                 share_prefix: bool = True):
         if prompt_format not in FORMATS:
             raise ValueError(f"prompt_format must be one of {FORMATS}; got {prompt_format!r}")
         if max_batch < 1:
@@ -141,6 +147,7 @@ class HFPolicy:
         self.rescore_rows = rescore_rows
         self.lean_decode, self._lean = lean_decode, None
         self.head_on_answers, self.hold_graphs, self.pack_answers = head_on_answers, hold_graphs, pack_answers
+        self.share_prefix = share_prefix
         self._gap, self._head_hook, self._math_attention = [0.0, 0], None, False
         self._tune_for_dtype()
 
@@ -461,14 +468,15 @@ class HFPolicy:
         """The body's states that predict each real answer token (N, hidden), in the order of
         ``mask[:, start:].bool()``: each distinct prompt once, with a KV cache, then its answers packed after it
         without padding (:mod:`toy_rl.lm.packing`). None where answers are not contiguous."""
-        first, where = distinct_rows(ids[:, :start], mask[:, :start])
-        packed = packing.pack_answers(ids, mask, start, first, where)
-        if packed is None:
+        if packing.answer_lengths(mask, start) is None:
             return None
+        first, where = distinct_rows(ids[:, :start], mask[:, :start])
+        prompts = [row[start - n:] for row, n in zip(ids[first, :start].tolist(), mask[first, :start].sum(1).tolist())]
         cache = new_cache(self.model)
-        last = self._forward(ids[first, :start], mask[first, :start], cache, logits_to_keep=1, body=body)
+        pre = prefill(self, prompts, cache, body, share=self.share_prefix)
+        packed = packing.pack_answers(ids, mask, start, where, pre.keys, pre.lengths)
         states = self._forward(packed.ids, packed.allowed, cache, body=body, position_ids=packed.positions)
-        return torch.cat([last.flatten(0, 1), states.flatten(0, 1)])[packed.take]
+        return torch.cat([pre.last, states.flatten(0, 1)])[packed.take]
 
     # ---------------------------------------------------------------------------- training state
     def _named_trainable(self):

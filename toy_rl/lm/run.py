@@ -266,9 +266,13 @@ def train(spec, folder) -> list[dict]:
     policy = warm_policy(policy, task, spec.model, progress=spec.progress)
     hold = spec.option("hold_graphs")               # the same numbers either way: not part of the run's identity
     policy.hold_graphs = policy.device.type == "cpu" if hold is None else bool(hold)
-    if spec.resume and (Path(folder) / CHECKPOINT).is_file() and "answers" not in (read_config(folder) or {}):
-        policy.pack_answers = False                 # a run resumes in the layout it started in: they round apart
+    if spec.resume and (Path(folder) / CHECKPOINT).is_file():  # a run resumes in the layout it started in:
+        started = read_config(folder) or {}                      # layouts round apart
+        policy.pack_answers = policy.pack_answers and "answers" in started
+        policy.share_prefix = policy.share_prefix and "prompt_prefix" in started
     written = {"dtype": settings["dtype"]}
+    if policy.share_prefix:
+        written["prompt_prefix"] = "once"            # the shared few-shot prefix computed once (toy_rl.lm.prefill)
     if getattr(task, "warm_start", 0):              # which warm start: runs paired by seed must share it
         from .warmstart import fingerprint
         written["warm_start"] = fingerprint(policy.get_weights())

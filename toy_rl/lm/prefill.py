@@ -1,0 +1,72 @@
+"""The distinct prompts of a batch through the model once, the few-shot prefix they share once: rung 3's prefill.
+
+A rung-3 prompt is a few worked examples and then the question (``toy_rl.lm.tasks``): on ``search-hard-warm``
+115 of its 133 tokens are the same in every prompt, on ``add`` 33 of 40. :func:`prefill` runs that shared
+prefix once, copies its keys and values to each prompt (a KV cache, as serving engines' prefix caching does), and
+runs each prompt's own tail on top of it, right-padded, with a 4-D mask:
+
+    [shared prefix (once) | prompt 1's tail | padding]
+    [  (copied)           | prompt 2's tail          ]
+
+Each tail token attends to the prefix and to its own earlier tokens, at the position it has in its whole prompt,
+so the keys, values and states are those of a full forward over each prompt, up to float rounding. Gradients flow
+back through the copies into the one prefix forward. Both the sampler (:mod:`toy_rl.lm.decode`) and the scorer
+(:meth:`toy_rl.lm.policy.HFPolicy.score` with packed answers, :mod:`toy_rl.lm.packing`) start from it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+MIN_SHARED = 8          # a shorter shared prefix is not worth a second forward: left-pad the prompts instead
+
+
+@dataclass
+class Prefilled:
+    """What :func:`prefill` leaves beside the KV cache it filled.
+
+    last: (P, ·) the output at each prompt's last token (hidden states with ``body``, else logits).
+    keys: (P, K) bool, which of the cache's K key columns hold each prompt's tokens (the rest is padding).
+    lengths: (P,) each prompt's length: the position of its first answer token.
+    """
+    last: torch.Tensor
+    keys: torch.Tensor
+    lengths: torch.Tensor
+
+
+def shared_prefix(prompts: list[list[int]]) -> int:
+    """The number of leading tokens all ``prompts`` share, at most the shortest's length - 1 (every prompt keeps a
+    token of its own, whose state predicts its answer's first token)."""
+    first, n = prompts[0], min(len(p) for p in prompts) - 1
+    for p in prompts[1:]:
+        n = next((i for i in range(n) if p[i] != first[i]), n)
+    return max(n, 0)
+
+
+def prefill(policy, prompts: list[list[int]], cache, body=None, share: bool = True) -> Prefilled:
+    """Run the distinct ``prompts`` (token lists) through ``policy``'s model into ``cache``: with ``share``, their
+    shared prefix once where it is at least :data:`MIN_SHARED` tokens and there are two prompts or more; else
+    left-padded side by side. ``body``: the decoder under the LM head (``HFPolicy._body_and_head``), whose hidden
+    states ``last`` holds then; without it, logits."""
+    from ..arithmetic.model.tokenizer import left_pad
+    dev, P = policy.device, len(prompts)
+    lengths = torch.tensor([len(p) for p in prompts], device=dev)
+    c = shared_prefix(prompts) if share and P > 1 else 0
+    if c < MIN_SHARED:
+        ids, mask = left_pad(prompts, dev, policy.pad_id)
+        last = policy._forward(ids, mask, cache, logits_to_keep=1, body=body)[:, -1]
+        return Prefilled(last, mask.bool(), lengths)
+    policy._forward(torch.tensor([prompts[0][:c]], device=dev), torch.ones((1, c), dtype=torch.long, device=dev),
+                    cache, logits_to_keep=1, body=body)
+    cache.batch_select_indices(torch.zeros(P, dtype=torch.long, device=dev))
+    tails = lengths - c
+    T = int(tails.max())
+    ids = torch.tensor([p[c:] + [policy.pad_id] * (T - len(p) + c) for p in prompts], device=dev)
+    i = torch.arange(T, device=dev)
+    real = i[None, :] < tails[:, None]                                          # (P, T)
+    own = (i[None, :, None] >= i[None, None, :]) & real[:, None, :]             # (P, T queries, T keys)
+    allowed = torch.cat([own.new_ones((P, T, c)), own], dim=-1)[:, None]
+    out = policy._forward(ids, allowed, cache, body=body, position_ids=(c + i).expand(P, T))
+    last = out[torch.arange(P, device=dev), tails - 1]
+    return Prefilled(last, torch.cat([real.new_ones((P, c)), real], dim=1), lengths)
