@@ -180,16 +180,26 @@ def test_the_lean_step_is_the_default_and_falls_back(monkeypatch):
     assert len(gpt2.sample(PROMPTS[:2], 3, 1.0)) == 2 and not calls
 
 
-@pytest.mark.parametrize("skip", [True, False])
-def test_noise_of_stopped_rows_is_skipped_as_if_drawn(monkeypatch, skip):
-    """Both ways (skipping with int64 random_, or drawing in full where torch consumes the generator otherwise)."""
-    if skip and not decode._skip_matches():
-        pytest.skip("this torch's int64 random_ consumes the generator otherwise: the lean path draws in full")
-    monkeypatch.setattr(decode, "_skip_matches", lambda: skip)
-    needed = [True, False, False, True, True, False]
-    full, gen_full, gen = torch.empty(6, 9), torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
-    full.exponential_(1, generator=gen_full)
-    noise = torch.zeros(6, 9)
-    decode._draw_noise(noise, needed, gen)
-    assert torch.equal(noise[torch.tensor(needed)], full[torch.tensor(needed)])
-    assert torch.equal(gen.get_state(), gen_full.get_state())
+def test_draw_samples_the_distribution():
+    """10,000 draws of one row over 6 tokens: each token's share within 4 standard errors of its probability (a
+    draw that favoured the largest, or ignored the noise, would be far outside); a token of probability 0 never."""
+    p = torch.tensor([0.5, 0.25, 0.15, 0.07, 0.03, 0.0])
+    logp = p.log().expand(10_000, 6)
+    tok = decode.draw(logp, torch.ones(10_000, dtype=torch.bool), torch.Generator().manual_seed(0))
+    share = torch.bincount(tok, minlength=6).float() / 10_000
+    assert share[5] == 0
+    assert ((share - p).abs() <= 4 * (p * (1 - p) / 10_000).sqrt() + 1e-9).all(), share
+
+
+def test_draw_gives_each_row_its_token_whatever_order_the_rows_are_kept_in():
+    """The lean decoder keeps its rows sorted by prompt and drops stopped ones; the HF path keeps them all in batch
+    order. Drawn with ``order`` (each row's place in the batch), both give every live row the same token and leave
+    the generator in the same state."""
+    logp = torch.randn(6, 50).log_softmax(-1)
+    live = torch.tensor([True, False, True, True, False, True])
+    a, b = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
+    in_batch = decode.draw(logp, live, a)
+    rows = torch.tensor([3, 0, 5, 2])                                   # the live rows, in another order
+    kept = decode.draw(logp[rows], torch.ones(4, dtype=torch.bool), b, order=rows)
+    assert torch.equal(kept, in_batch[rows]) and (in_batch[~live] == 0).all()
+    assert torch.equal(a.get_state(), b.get_state())

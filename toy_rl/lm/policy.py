@@ -44,7 +44,6 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..arithmetic.model.gpt import distinct_rows
 from ..arithmetic.model.tokenizer import left_pad
-from ..arithmetic.model.sampling import next_token
 from . import decode
 from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
@@ -349,8 +348,13 @@ class HFPolicy:
             cache.batch_select_indices(where)
             logits, mask = logits[where], mask[where]
         for t in range(max_new_tokens):
-            tok, logp_all = next_token(logits, temperature, generator)
             alive = ~finished
+            logits = logits.float()
+            if temperature == 0:
+                tok, logp_all = logits.argmax(-1), F.log_softmax(logits, dim=-1)
+            else:
+                logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
+                tok = decode.draw(logp_all, alive, generator)
             tok = torch.where(alive, tok, self.pad_id)
             tokens[:, t] = tok
             logps[:, t] = logp_all.gather(1, tok[:, None]).squeeze(1)
