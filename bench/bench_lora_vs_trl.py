@@ -2,7 +2,8 @@
 
 Targets: toy_rl's completions per second per RL step (generation + scoring + update) at least 2x TRL's with
 identical settings (issue 5, float32 on both sides), and at least 10x on this CPU's fastest path (issue 26: ours
-in bf16 where the CPU has AVX512-BF16 or AMX, which ``dtype="auto"`` picks; TRL as it runs on a CPU, float32).
+in bf16 where the CPU has AVX512-BF16 or AMX, in float32 where it has neither, as ``dtype="auto"`` picks; TRL as
+it runs on a CPU, float32).
 Both of our sides run beside TRL in one run, so every ratio is measured side by side:
 
 * model: SmolLM2-135M-Instruct from ``toy_rl.lm.load.load_model("smollm2-135m")``
@@ -119,7 +120,7 @@ def main() -> int:
     fastest = resolve_dtype("auto", "cpu")
     ok = True
     for d, ratio in ratios.items():
-        target = TARGET_FAST if d == fastest and d != "float32" else TARGET
+        target = TARGET_FAST if d == fastest else TARGET      # a CPU without bf16 units: float32 is its fastest
         ok &= ratio >= target
         print(f"ours {d} / TRL = {ratio:.2f}x completions/s (target >= {target:g}x): "
               f"{'met' if ratio >= target else 'NOT met'}")
