@@ -95,3 +95,36 @@ def test_a_run_records_the_prefix_and_resumes_as_it_started(tmp_path):
     assert status(longer) == "resumed"
     run(longer)
     assert "prompt_prefix" not in json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("rule, hold", [("symmetric", False), ("bapo", False), ("bapo", True)])
+def test_micro_batches_share_one_prefix_forward_and_the_gradients_stay(monkeypatch, rule, hold):
+    """An update in micro-batches of 4 answers (3 prompts, so 3 micro-batches of one prompt each) runs the prefix
+    once, forwarding fewer tokens than when each micro-batch runs its prompt whole, and gathers the same gradients
+    (float32, to 1e-5 of their size)."""
+    from toy_rl.rl.config import RLConfig
+    from toy_rl.rl.loop import _accumulate
+    p = policy()
+    p.hold_graphs = hold
+    b = batch_of(p)
+    b = b._replace(old_logp=b.old_logp + 0.3 * torch.randn(b.old_logp.shape, generator=torch.Generator().manual_seed(0)))
+    cfg = RLConfig(rule=rule, group_size=4, max_new_tokens=6, micro_batch=4)
+    tokens = []
+    forward = p._forward
+    monkeypatch.setattr(p, "_forward", lambda ids, *a, **k: tokens.append(ids.shape[0] * ids.shape[1])
+                        or forward(ids, *a, **k))
+    out = {}
+    for once in (True, False):
+        if not once:
+            monkeypatch.setattr(type(p), "prefix_once", None)     # each micro-batch's prefill runs its own prompt
+        p.model.zero_grad()
+        tokens.clear()
+        _, _, _, logp, _ = _accumulate(p, b, cfg.rule_obj, cfg)
+        out[once] = sum(tokens), logp.detach(), [w.grad.clone() for w in p.trainable_parameters()]
+    (n1, lp1, g1), (n0, lp0, g0) = out[True], out[False]
+    ids, mask = b.input_ids[:, :b.start], b.attention_mask[:, :b.start]
+    shared = shared_prefix([r[m.bool()].tolist() for r, m in zip(ids, mask)])
+    passes = 2 if rule == "bapo" and not hold else 1
+    assert shared >= MIN_SHARED and n0 - n1 == (3 * passes - 1) * shared
+    assert torch.allclose(lp1, lp0, atol=1e-6)
+    assert all((a - c).norm() <= 1e-5 * c.norm() for a, c in zip(g1, g0)) and sum(c.norm() for c in g0) > 0

@@ -49,7 +49,7 @@ from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
 from .lora import cast_base
 from . import packing
-from .prefill import prefill
+from .prefill import prefill, prefix_once
 from .prompts import chat_messages, render_chat
 
 FORMATS = ("plain", "chat")
@@ -115,7 +115,7 @@ class HFPolicy:
     share_prefix:
         where the distinct prompts of a batch begin alike (the same few-shot examples), run that prefix once and
         copy its keys and values to each prompt (:mod:`toy_rl.lm.prefill`), when sampling and when scoring packed
-        answers: the same numbers up to rounding. A run records it in config.json (``"prompt_prefix": "once"``).
+        answers, and once per update in micro-batches (:meth:`prefix_once`): the same numbers up to rounding. A run records it in config.json (``"prompt_prefix": "once"``).
     """
 
     sample_takes_rescore_from = True    # sample(rescore_from=k) leaves the first k answers to their update's scoring
@@ -146,7 +146,7 @@ class HFPolicy:
         self.rescore_rows = rescore_rows
         self.lean_decode, self._lean = lean_decode, None
         self.head_on_answers, self.hold_graphs, self.pack_answers = head_on_answers, hold_graphs, pack_answers
-        self.share_prefix = share_prefix
+        self.share_prefix, self._held_prefix = share_prefix, None
         self._gap, self._head_hook, self._math_attention = [0.0, 0], None, False
         self._tune_for_dtype()
 
@@ -467,6 +467,11 @@ class HFPolicy:
         cache.batch_select_indices(where)
         rest = self._forward(ids[:, start:-1], mask[:, :-1], cache, body=body)
         return torch.cat([first[where], rest], dim=1)
+
+    def prefix_once(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int):
+        """A context in which the scoring passes of one update in micro-batches run the few-shot prefix its prompts
+        share once, and its backward once (:func:`toy_rl.lm.prefill.prefix_once`)."""
+        return prefix_once(self, input_ids, attention_mask, start)
 
     def _packed_answer_states(self, ids, mask, start, body):
         """The body's states that predict each real answer token (N, hidden), in the order of

@@ -12,12 +12,18 @@ Each tail token attends to the prefix and to its own earlier tokens, at the posi
 so the keys, values and states are those of a full forward over each prompt, up to float rounding. Gradients flow
 back through the copies into the one prefix forward. Both the sampler (:mod:`toy_rl.lm.decode`) and the scorer
 (:meth:`toy_rl.lm.policy.HFPolicy.score` with packed answers, :mod:`toy_rl.lm.packing`) start from it.
+
+An update in micro-batches scores each one separately (rung 3's comparison: 4 micro-batches of 2 prompts);
+:func:`prefix_once` makes their prefills share one forward of the prefix, and its backward.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
+
+from .forward import cache_layers, new_cache
 
 MIN_SHARED = 8          # a shorter shared prefix is not worth a second forward: left-pad the prompts instead
 
@@ -52,13 +58,18 @@ def prefill(policy, prompts: list[list[int]], cache, body=None, share: bool = Tr
     from ..arithmetic.model.tokenizer import left_pad
     dev, P = policy.device, len(prompts)
     lengths = torch.tensor([len(p) for p in prompts], device=dev)
-    c = shared_prefix(prompts) if share and P > 1 else 0
-    if c < MIN_SHARED:
-        ids, mask = left_pad(prompts, dev, policy.pad_id)
-        last = policy._forward(ids, mask, cache, logits_to_keep=1, body=body)[:, -1]
-        return Prefilled(last, mask.bool(), lengths)
-    policy._forward(torch.tensor([prompts[0][:c]], device=dev), torch.ones((1, c), dtype=torch.long, device=dev),
-                    cache, logits_to_keep=1, body=body)
+    held = getattr(policy, "_held_prefix", None) if share else None
+    if held is not None and all(len(p) > len(held.tokens) and p[:len(held.tokens)] == held.tokens for p in prompts):
+        c = len(held.tokens)
+        for i, (k, v) in enumerate(held.leaves):
+            cache.update(k, v, i)
+    else:
+        c = shared_prefix(prompts) if share and P > 1 else 0
+        if c < MIN_SHARED:
+            ids, mask = left_pad(prompts, dev, policy.pad_id)
+            last = policy._forward(ids, mask, cache, logits_to_keep=1, body=body)[:, -1]
+            return Prefilled(last, mask.bool(), lengths)
+        _run_prefix(policy, prompts[0][:c], cache, body)
     cache.batch_select_indices(torch.zeros(P, dtype=torch.long, device=dev))
     tails = lengths - c
     T = int(tails.max())
@@ -70,3 +81,50 @@ def prefill(policy, prompts: list[list[int]], cache, body=None, share: bool = Tr
     out = policy._forward(ids, allowed, cache, body=body, position_ids=(c + i).expand(P, T))
     last = out[torch.arange(P, device=dev), tails - 1]
     return Prefilled(last, torch.cat([real.new_ones((P, c)), real], dim=1), lengths)
+
+
+def _run_prefix(policy, tokens: list[int], cache, body=None) -> None:
+    dev = policy.device
+    policy._forward(torch.tensor([tokens], device=dev), torch.ones((1, len(tokens)), dtype=torch.long, device=dev),
+                    cache, logits_to_keep=1, body=body)
+
+
+@dataclass
+class HeldPrefix:
+    """The prefix :func:`prefix_once` ran: its tokens, its keys and values per layer as leaves of the micro-batches'
+    graphs, and the tensors of its own forward they were detached from."""
+    tokens: list
+    leaves: list
+    roots: list
+
+
+@contextmanager
+def prefix_once(policy, input_ids: torch.Tensor, attention_mask: torch.Tensor, start: int):
+    """Within the block, every :func:`prefill` of ``policy`` whose prompts begin with the prefix that the distinct
+    prompts of this batch (``input_ids[:, :start]``, left-padded) share starts from one forward of it, run here,
+    rather than its own. Its keys and values enter each micro-batch's graph as leaves, which gather the gradients
+    of every backward inside the block; on leaving it, those go back through the prefix's forward in one backward
+    (before the optimizer's step: :func:`toy_rl.rl.loop._accumulate`). The same gradients as a prefix per
+    micro-batch, summed in another order. Nothing happens where ``policy`` has no ``share_prefix`` on, or the
+    prompts share fewer than :data:`MIN_SHARED` tokens."""
+    if not getattr(policy, "share_prefix", False) or getattr(policy, "_held_prefix", None) is not None:
+        yield
+        return
+    ids, mask = input_ids[:, :start], attention_mask[:, :start]
+    prompts = list({tuple(r[m.bool()].tolist()) for r, m in zip(ids, mask)})
+    c = shared_prefix([list(p) for p in prompts])
+    if c < MIN_SHARED:
+        yield
+        return
+    cache, body_and_head = new_cache(policy.model), policy._body_and_head()
+    _run_prefix(policy, list(prompts[0][:c]), cache, body_and_head[0] if body_and_head else None)
+    roots = [t for kv in cache_layers(cache) for t in kv]
+    leaves = [t.detach().requires_grad_(t.requires_grad) for t in roots]
+    policy._held_prefix = HeldPrefix(list(prompts[0][:c]), list(zip(leaves[::2], leaves[1::2])), roots)
+    try:
+        yield
+    finally:
+        policy._held_prefix = None
+    grads = [(r, leaf.grad) for r, leaf in zip(roots, leaves) if r.requires_grad and leaf.grad is not None]
+    if grads:
+        torch.autograd.backward([r for r, _ in grads], [g for _, g in grads])

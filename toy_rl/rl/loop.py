@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
@@ -116,20 +117,39 @@ def _accumulate(policy, batch, rule, cfg):
     That first pass is a no-grad forward, or, where the policy's ``hold_graphs`` is on, the micro-batches'
     forwards with grad, each graph held until its backward (one forward per answer; more memory).
     Where :func:`needs_search_pass` says no (fixed bounds; BAPO on policy) there is no first pass: the statistics
-    come from the log-probs of the micro-batches' own forwards (the same numbers).
+    come from the log-probs of the micro-batches' own forwards (the same numbers). A policy with ``prefix_once``
+    (rung 3's) runs the few-shot prefix its prompts share once for all the micro-batches, forward and backward.
     Returns the statistics, entropy, mask, log-probs and the batch (its old log-probs the update's own, where
     ``batch.old_logp_from_update``).
     """
     B, mb = batch.input_ids.shape[0], cfg.micro_batch
     chunks = [slice(i, i + mb) for i in range(0, B, mb)]
-    score = lambda s: policy.score(batch.input_ids[s], batch.attention_mask[s], batch.start, cfg.temperature)
-    dev = policy.device
-    own_old = batch.old_logp_from_update
+    dev, own_old = policy.device, batch.old_logp_from_update
     mask, adv = batch.response_mask.to(dev), batch.advantages.to(dev)
-    seqs = (mask.sum(1) > 0).float()
     first_pass = needs_search_pass(rule, own_old)
     hold = first_pass and getattr(policy, "hold_graphs", False)
-    bounds, scored = rule, None
+    once = getattr(policy, "prefix_once", None)        # rung 3: the prompts' shared prefix once for all micro-batches
+    with once(batch.input_ids, batch.attention_mask, batch.start) if once else nullcontext():
+        stats, own, scored, logp, batch = _micro_batches(policy, batch, rule, cfg, chunks, first_pass, hold)
+    if scored is None:                          # no first pass: the statistics from the micro-batches' own log-probs
+        scored, logp = own, torch.cat([lp for lp, _ in own])
+        if own_old:
+            batch = _own_old_logp(policy, batch, logp)
+        with torch.no_grad():
+            _, stats = policy_loss(logp, batch.old_logp.to(dev), adv, mask, rule, agg=cfg.agg,
+                                   dual_clip=cfg.dual_clip)
+    return stats, torch.cat([h for _, h in scored]), mask, logp, batch
+
+
+def _micro_batches(policy, batch, rule, cfg, chunks, first_pass: bool, hold: bool):
+    """:func:`_accumulate`'s passes: BAPO's search pass where ``first_pass``, then each micro-batch's loss and
+    backward. Returns (statistics or None, each micro-batch's (log-probs, entropy), the search pass's or None, its
+    log-probs or None, the batch)."""
+    score = lambda s: policy.score(batch.input_ids[s], batch.attention_mask[s], batch.start, cfg.temperature)
+    dev, own_old = policy.device, batch.old_logp_from_update
+    mask, adv = batch.response_mask.to(dev), batch.advantages.to(dev)
+    seqs, B = (mask.sum(1) > 0).float(), mask.shape[0]
+    bounds, scored, stats, logp = rule, None, None, None
     if first_pass:
         scored = []                             # with hold: each micro-batch's graph, kept for its backward below
         for s in chunks:
@@ -157,14 +177,7 @@ def _accumulate(policy, batch, rule, cfg):
         own.append((logp_s.detach(), entropy_s))
         if hold:
             scored[i] = own[-1]                 # its graph is spent: keep the numbers only
-    if scored is None:                          # no first pass: the statistics from the micro-batches' own log-probs
-        scored, logp = own, torch.cat([lp for lp, _ in own])
-        if own_old:
-            batch = _own_old_logp(policy, batch, logp)
-        with torch.no_grad():
-            _, stats = policy_loss(logp, batch.old_logp.to(dev), adv, mask, rule, agg=cfg.agg,
-                                   dual_clip=cfg.dual_clip)
-    return stats, torch.cat([h for _, h in scored]), mask, logp, batch
+    return stats, own, scored, logp, batch
 
 
 def batch_metrics(batch, version: int) -> dict:
