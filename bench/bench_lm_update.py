@@ -91,7 +91,7 @@ def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tup
     t0 = time.perf_counter()
     update(policy, optimizer, batch, cfg.rule_obj, cfg)
     secs[PHASES[2]] = secs[PHASES[3]] = time.perf_counter() - t0
-    if rescore:                                 # a rescoring run's on-policy update: old log-probs from its own forward
+    if rescore:                     # a rescoring run's on-policy update: old log-probs from its own forward
         t0 = time.perf_counter()
         update(policy, optimizer, batch._replace(old_logp_from_update=True), cfg.rule_obj, cfg)
         secs[PHASES[3]] = time.perf_counter() - t0
@@ -151,8 +151,8 @@ def main() -> int:
     med = {dt: {ph: statistics.median(v) for ph, v in times[dt].items()} for dt in dtypes}
     rows = {ph: {dt: med[dt][ph] for dt in dtypes} for ph in PHASES}
     # a run's on-policy update: sampling, then phase 4 (a float32 run keeps the sampler's log-probs: phase 3)
-    rows["on-policy update as a run makes it (1 + 4)"] = {dt: med[dt][PHASES[0]] + med[dt][PHASES[3]] for dt in dtypes}
-    judged = rows["on-policy update as a run makes it (1 + 4)"]
+    judged = rows["on-policy update as a run makes it (1 + 4)"] = {dt: med[dt][PHASES[0]] + med[dt][PHASES[3]]
+                                                                   for dt in dtypes}
     if args.staleness > 0:
         k = args.staleness
 
@@ -180,8 +180,8 @@ def main() -> int:
             return 1
         met = judged[fastest] <= args.target
         what = f"a reuse-{args.staleness} run's mean update" if args.staleness > 0 else "the on-policy update"
-        print(f"target: {what} in {fastest} (this CPU's fastest dtype) <= {args.target:g} s: {judged[fastest]:.1f} s, "
-              f"{'met' if met else 'NOT met'}")
+        print(f"target: {what} in {fastest} (this CPU's fastest dtype) <= {args.target:g} s: "
+              f"{judged[fastest]:.1f} s, {'met' if met else 'NOT met'}")
         return 0 if met else 1
     return 0
 

@@ -107,7 +107,8 @@ def test_micro_batches_share_one_prefix_forward_and_the_gradients_stay(monkeypat
     p = policy()
     p.hold_graphs = hold
     b = batch_of(p)
-    b = b._replace(old_logp=b.old_logp + 0.3 * torch.randn(b.old_logp.shape, generator=torch.Generator().manual_seed(0)))
+    noise = torch.randn(b.old_logp.shape, generator=torch.Generator().manual_seed(0))
+    b = b._replace(old_logp=b.old_logp + 0.3 * noise)                  # ratios away from 1: some clip
     cfg = RLConfig(rule=rule, group_size=4, max_new_tokens=6, micro_batch=4)
     tokens = []
     forward = p._forward

@@ -1,7 +1,8 @@
 """A lean decode loop for a Llama policy with LoRA on the CPU: what :meth:`HFPolicy.sample` runs by default.
 
-The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, their shared few-shot prefix once:
-:mod:`toy_rl.lm.prefill`). Its KV cache is kept once per distinct prompt, the answers' keys and values go into one preallocated tensor
+The prompts' prefill stays on the Hugging Face forward (each distinct prompt once, their shared few-shot prefix
+once: :mod:`toy_rl.lm.prefill`). Its KV cache is kept once per distinct prompt, the answers' keys and values go into
+one preallocated tensor
 ``[layers, 2, rows, kv_heads, max_new_tokens - 1, head_dim]`` (:class:`KV`), and every later token runs through
 :func:`step`, a hand-written Llama decoder step: RMSNorm, rotary, grouped-query attention, SiLU MLP. It reads the
 model's own weights; LoRA is merged once per ``sample`` call (``W + scale * B @ A`` in float32, rounded once to
@@ -214,7 +215,8 @@ def draw(logp_all: torch.Tensor, live: torch.Tensor, generator=None, order: torc
 @torch.inference_mode()
 def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: float, generator):
     """:meth:`HFPolicy._sample_batch` on :func:`step`: the distinct prompts go through ``policy``'s HF forward
-    once (:func:`toy_rl.lm.prefill.prefill`), the answers through :func:`step`. Returns one ``(tokens, logps, finished)`` per prompt."""
+    once (:func:`toy_rl.lm.prefill.prefill`), the answers through :func:`step`. Returns one
+    ``(tokens, logps, finished)`` per prompt."""
     B, T, pad_id = len(prompts), max_new_tokens, policy.pad_id
     unique, where = unique_rows(prompts)
     cache, base = new_cache(policy.model), _base(policy.model)

@@ -3,7 +3,8 @@
 A GRPO micro-batch holds G answers to each of a few prompts, right-padded to the longest (on
 `search-hard-warm` a quarter of the answer columns are real tokens: wrong answers run to 96 tokens, right
 ones stop near 20). :meth:`toy_rl.lm.policy.HFPolicy.score` runs each distinct prompt once, with a KV
-cache (:mod:`toy_rl.lm.prefill`: their shared few-shot prefix once too); this module lays that prompt's answers out after it in one row,
+cache (:mod:`toy_rl.lm.prefill`: their shared few-shot prefix once too); this module lays that prompt's answers
+out after it in one row,
 
     [prompt (cached) | answer 1 | answer 2 | ... | padding to the longest pack]
 

@@ -115,7 +115,8 @@ class HFPolicy:
     share_prefix:
         where the distinct prompts of a batch begin alike (the same few-shot examples), run that prefix once and
         copy its keys and values to each prompt (:mod:`toy_rl.lm.prefill`), when sampling and when scoring packed
-        answers, and once per update in micro-batches (:meth:`prefix_once`): the same numbers up to rounding. A run records it in config.json (``"prompt_prefix": "once"``).
+        answers, and once per update in micro-batches (:meth:`prefix_once`): the same numbers up to rounding. A run
+        records it in config.json (``"prompt_prefix": "once"``).
     """
 
     sample_takes_rescore_from = True    # sample(rescore_from=k) leaves the first k answers to their update's scoring
@@ -384,8 +385,9 @@ class HFPolicy:
         rows, was_training = self.rescore_rows or len(ids), self.model.training
         self.model.train()
         try:
-            logp = torch.cat([self.score(ids[i:i + rows], mask[i:i + rows], P, temperature, entropy=False)[0]
-                              for i in range(0, len(ids), rows)]).tolist()
+            with self.prefix_once(ids, mask, P):
+                logp = torch.cat([self.score(ids[i:i + rows], mask[i:i + rows], P, temperature, entropy=False)[0]
+                                  for i in range(0, len(ids), rows)]).tolist()
         finally:
             self.model.train(was_training)
         new = []
@@ -480,7 +482,8 @@ class HFPolicy:
         if packing.answer_lengths(mask, start) is None:
             return None
         first, where = distinct_rows(ids[:, :start], mask[:, :start])
-        prompts = [row[start - n:] for row, n in zip(ids[first, :start].tolist(), mask[first, :start].sum(1).tolist())]
+        lengths = mask[first, :start].sum(1).tolist()
+        prompts = [row[start - n:] for row, n in zip(ids[first, :start].tolist(), lengths)]
         cache = new_cache(self.model)
         pre = prefill(self, prompts, cache, body, share=self.share_prefix)
         packed = packing.pack_answers(ids, mask, start, where, pre.keys, pre.lengths)
