@@ -24,9 +24,10 @@ def _one_thread(one_thread):
 
 
 def test_a_hand_made_batch_packs_as_drawn():
-    """Two prompts (one left-padded), three answers: 3, 1 and 2 tokens. Prompt A's pack holds answer 0's first
-    two tokens, then answer 2's first; each token sees its own prompt and its own earlier tokens; every answer token
-    is predicted by the prompt's last state (its first) or by the state of the token before it."""
+    """Two prompts (one left-padded), three answers: 3, 1 and 2 tokens. Prompt A's row holds answer 0's first
+    two tokens, then answer 2's first; answer 1 (one token) feeds nothing, so prompt B gets no row. Each token sees
+    its own prompt and its own earlier tokens; every answer token is predicted by the prompt's last state (its
+    first) or by the state of the token before it."""
     ids = torch.tensor([[0, 5, 6, 11, 12, 13],
                         [7, 8, 9, 21, 0, 0],
                         [0, 5, 6, 31, 32, 0]])
@@ -36,16 +37,27 @@ def test_a_hand_made_batch_packs_as_drawn():
     first, where = distinct_rows(ids[:, :3], mask[:, :3])
     assert first.tolist() == [0, 1] and where.tolist() == [0, 1, 0]
     p = pack_answers(ids, mask, 3, where, mask[first, :3].bool(), mask[first, :3].sum(1))
-    assert p.ids.tolist() == [[11, 12, 31], [0, 0, 0]]
-    assert p.positions.tolist() == [[2, 3, 2], [0, 0, 0]]          # prompt A has 2 real tokens, answers restart
-    P, S = 2, 3
+    assert p.ids.tolist() == [[11, 12, 31]] and p.rows.tolist() == [0]
+    assert p.positions.tolist() == [[2, 3, 2]]                      # prompt A has 2 real tokens, answers restart
+    P = 2
     assert p.take.tolist() == [0, P + 0, P + 1,                       # answer 0: prompt A's state, then 11, 12
                                1,                                     # answer 1: prompt B's state
                                0, P + 2]                              # answer 2: prompt A's state, then 31
     a = p.allowed[0, 0]
     assert a[:, :3].tolist() == [[False, True, True]] * 3             # the prompt, not its padding
     assert a[:, 3:].tolist() == [[True, False, False], [True, True, False], [False, False, True]]
-    assert p.allowed[1, 0, :, :3].all() and not p.allowed[1, 0, :, 3:].any()   # an empty pack sees its prompt
+
+
+def test_one_prompts_long_answers_take_rows_of_their_own():
+    """Prompt A: four answers feeding 6, 5, 1 and 1 tokens; prompt B: one feeding 1. Rows as wide as the longest
+    answer: A fills [6], [5, 1] and [1], B a row of its own, 4 x 6 slots, against 2 x 13 with one row per prompt.
+    Where the prompts' answers are alike, one row each stays."""
+    from toy_rl.lm.packing import layout
+    fed, where = [6, 5, 1, 1, 1], [0, 0, 0, 0, 1]
+    row, offset, prompt_of, width = layout(fed, where, keys=4)
+    assert width == 6 and prompt_of == [0, 0, 0, 1]
+    assert [row[b] for b in range(5)] == [0, 1, 1, 2, 3] and [offset[b] for b in range(5)] == [0, 0, 5, 0, 0]
+    assert layout([3, 3], [0, 1], keys=4)[2:] == ([0, 1], 3)        # balanced: one row per prompt
 
 
 def test_answers_with_a_gap_are_not_packed():

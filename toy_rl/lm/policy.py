@@ -487,6 +487,8 @@ class HFPolicy:
         cache = new_cache(self.model)
         pre = prefill(self, prompts, cache, body, share=self.share_prefix)
         packed = packing.pack_answers(ids, mask, start, where, pre.keys, pre.lengths)
+        if not torch.equal(packed.rows, torch.arange(len(prompts), device=ids.device)):
+            cache.batch_select_indices(packed.rows)                 # each row continues its prompt's cache
         states = self._forward(packed.ids, packed.allowed, cache, body=body, position_ids=packed.positions)
         return torch.cat([pre.last, states.flatten(0, 1)])[packed.take]
 
