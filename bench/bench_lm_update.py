@@ -62,6 +62,20 @@ def policies(preset: str, task, dtypes) -> dict:
     return out
 
 
+def warm_started(pols: dict, task) -> str:
+    """Load the task's committed LoRA warm start (trained in bf16; the comparison's runs start from it) into every
+    policy; returns its folder's name."""
+    import json
+    from toy_rl.lm.warmstart import _read, committed_dir
+    folders = [f for f in sorted(committed_dir().glob("*/meta.json"))
+               if json.loads(f.read_text())["task"] == repr(task)]
+    if not folders:
+        raise SystemExit(f"no committed warm start of {task!r} in {committed_dir()}")
+    for policy in pols.values():
+        _read(folders[0].parent, policy)
+    return folders[0].parent.name
+
+
 def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tuple[dict, float | None]:
     """({phase: seconds}, sampler-vs-scorer gap) of one update on the prompts drawn from ``seed``. ``rollout``: the
     mini-batches a run samples at once (a reuse-K run: K + 1); phase 1 is that sampling's time / ``rollout``, and the
@@ -109,6 +123,8 @@ def main() -> int:
                                                                 "staleness (and judge --target on it)")
     ap.add_argument("--target", type=float, default=None, help="seconds the update in this CPU's fastest dtype "
                                                                  "must stay under (exit 1 if it does not)")
+    ap.add_argument("--warm-start", action="store_true", help="start from the task's committed LoRA warm start, "
+                                                               "as the comparison's runs do (their longer answers)")
     ap.add_argument("--dtype", nargs="+", default=["float32", "auto"], metavar="DTYPE",
                     help="the sides, one per dtype (default: float32, and auto = bf16 where this CPU has bf16 units)")
     args = ap.parse_args()
@@ -133,6 +149,8 @@ def main() -> int:
     dtypes = list(dict.fromkeys(resolve_dtype(d, "cpu") for d in args.dtype))
     fastest = resolve_dtype("auto", "cpu")
     pols = policies(preset, task, dtypes)
+    if args.warm_start:
+        print(f"from the committed warm start {warm_started(pols, task)}")
     opts = {dt: make_optimizer(p, cfg.lr) for dt, p in pols.items()}
     print(f"SmolLM2-135M-Instruct, preset {preset}, task {args.task}: {cfg.prompts} prompts x {cfg.group_size} "
           f"answers, <= {cfg.max_new_tokens} new tokens, micro-batch {cfg.micro_batch or 'none'}, BAPO (micro-batch "
