@@ -46,6 +46,19 @@ def torch_machine_line() -> str:
             f"bf16 flags: {flags}; torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})")
 
 
+def lm_bench_start(threads: int) -> bool:
+    """For a rung-3 bench: False (printed) when the llm extras are missing; else set torch's threads, print
+    :func:`torch_machine_line` and return True."""
+    import torch
+    from toy_rl.lm.load import llm_missing
+    if llm_missing():
+        print(f"skipped: {llm_missing()}")
+        return False
+    torch.set_num_threads(threads)
+    print(torch_machine_line())
+    return True
+
+
 def interleaved(fns: dict, repeats: int, warmup: int = 2) -> dict:
     """{name: median seconds} of each function, run in turn ``repeats`` times after ``warmup`` rounds."""
     for _ in range(warmup):

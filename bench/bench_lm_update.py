@@ -39,7 +39,7 @@ import time
 
 import torch
 
-from bench_bf16 import torch_machine_line
+from bench_bf16 import lm_bench_start
 
 PHASES = ("sample", "score old log-probs", "forward + backward + step", "on-policy update")
 
@@ -131,15 +131,11 @@ def main() -> int:
     if min(args.repeats, args.threads, args.max_new_tokens or 1, args.micro_batch or 1) < 1:
         ap.error("--repeats, --threads, --max-new-tokens and --micro-batch must be at least 1")
     from toy_rl.experiments.tasks import make_task
-    from toy_rl.lm.load import llm_missing
     from toy_rl.lm.run import rl_defaults
     from toy_rl.rl.config import RLConfig
     from toy_rl.rl.loop import make_optimizer
-    if llm_missing():
-        print(f"skipped: {llm_missing()}")
+    if not lm_bench_start(args.threads):
         return 0
-    torch.set_num_threads(args.threads)
-    print(torch_machine_line())
     preset, task = preset_name(), make_task("lm", args.task)
     settings = rl_defaults(task, preset)
     settings.update({k: v for k, v in (("max_new_tokens", args.max_new_tokens), ("micro_batch", args.micro_batch))

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
-from bench_bf16 import torch_machine_line
+from bench_bf16 import lm_bench_start
 from bench_vs_trl import OurLoop
 
 
@@ -33,13 +31,9 @@ def main() -> int:
     if min(args.steps, args.max_new, args.threads) < 1 or args.warmup < 0:
         ap.error("--steps, --max-new and --threads must be at least 1, --warmup at least 0")
     from toy_rl.experiments.tasks import make_task
-    from toy_rl.lm.load import llm_missing
     from toy_rl.lm.run import make_policy
-    if llm_missing():
-        print(f"skipped: {llm_missing()}")
+    if not lm_bench_start(args.threads):
         return 0
-    torch.set_num_threads(args.threads)
-    print(torch_machine_line())
     task = make_task("lm", args.task)
     loops = {}
     for once in (False, True):

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 
 import torch
 
-from bench_bf16 import torch_machine_line
+from bench_bf16 import lm_bench_start
 
 RULES = ("symmetric", "bapo")
 
@@ -128,14 +128,10 @@ def search_hard_policy(dtype: str, threads: int):
     ``search-hard-warm``, at most 96 new tokens and micro-batch 16, as the comparison runs train, after printing the
     machine; None (printed) when the llm extras are missing."""
     from toy_rl.experiments.tasks import make_task
-    from toy_rl.lm.load import llm_missing
     from toy_rl.lm.presets import get_preset
     from toy_rl.lm.run import make_policy, rl_defaults
-    if llm_missing():
-        print(f"skipped: {llm_missing()}")
+    if not lm_bench_start(threads):
         return None
-    torch.set_num_threads(threads)
-    print(torch_machine_line())
     task, preset = make_task("lm", "search-hard-warm"), get_preset("smollm2-135m")
     settings = {**rl_defaults(task, "smollm2-135m"), "max_new_tokens": 96, "micro_batch": 16}
     policy = make_policy(preset.model, task, seed=0, dtype=dtype, device="cpu", rank=preset.lora_rank,
