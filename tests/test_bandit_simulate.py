@@ -103,8 +103,8 @@ def test_one_token_runs_are_unchanged():
     assert m["clip_frac_high"].sum(1).tolist() == [0.6666666666666666, 0.3333333333333333]
     assert run.final_logits.sum((1, 2)).tolist() == pytest.approx([-9.800214249599154, -9.800214249599156], rel=1e-12)
     lag = simulate(replace(SMALL, staleness=3, mode="lag", preset="bernoulli"), "clip-higher", seeds=[0, 5]).metrics
-    assert lag["expected_reward"][:, -1].tolist() == [0.2322590733003524, 0.21896824588633218]
-    assert lag["entropy"][:, -1].tolist() == [1.8224542096442902, 1.8030581479950327]
+    assert lag["expected_reward"][:, -1].tolist() == pytest.approx([0.2322590733003524, 0.21896824588633218], rel=1e-12)
+    assert lag["entropy"][:, -1].tolist() == pytest.approx([1.8224542096442902, 1.8030581479950327], rel=1e-12)
     assert lag["clip_frac_high"].sum(1).tolist() == [0.25, 0.16666666666666666]
 
 
