@@ -212,6 +212,18 @@ def draw(logp_all: torch.Tensor, live: torch.Tensor, generator=None, order: torc
     return tok
 
 
+def next_token(logits: torch.Tensor, temperature: float, live: torch.Tensor, generator=None,
+               order: torch.Tensor | None = None):
+    """One decoding step for the rows of ``logits`` (B, vocab): (token, the log-softmax it was drawn from).
+    Temperature 0: argmax, with the temperature-1 log-probs; else :func:`draw` from softmax(logits / T) for the
+    ``live`` rows. Shared by :func:`sample_batch` and the HF path of :class:`toy_rl.lm.policy.HFPolicy`."""
+    logits = logits.float()
+    if temperature == 0:
+        return logits.argmax(-1), F.log_softmax(logits, dim=-1)
+    logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
+    return draw(logp_all, live, generator, order), logp_all
+
+
 @torch.inference_mode()
 def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: float, generator):
     """:meth:`HFPolicy._sample_batch` on :func:`step`: the distinct prompts go through ``policy``'s HF forward
@@ -236,12 +248,7 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
     finished = torch.zeros(B, dtype=torch.bool)
     done = torch.zeros(B, dtype=torch.bool)              # stopped rows
     for t in range(T):
-        logits = logits.float()
-        if temperature == 0:
-            tok, logp_all = logits.argmax(-1), F.log_softmax(logits, dim=-1)
-        else:
-            logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
-            tok = draw(logp_all, ~done, generator, order=rows)
+        tok, logp_all = next_token(logits, temperature, ~done, generator, order=rows)
         live = ~done
         tok = torch.where(live, tok, pad_id)
         tokens[rows, t] = tok

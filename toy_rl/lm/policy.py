@@ -350,12 +350,7 @@ class HFPolicy:
             logits, mask = logits[where], mask[where]
         for t in range(max_new_tokens):
             alive = ~finished
-            logits = logits.float()
-            if temperature == 0:
-                tok, logp_all = logits.argmax(-1), F.log_softmax(logits, dim=-1)
-            else:
-                logp_all = F.log_softmax(logits / temperature if temperature != 1 else logits, dim=-1)
-                tok = decode.draw(logp_all, alive, generator)
+            tok, logp_all = decode.next_token(logits, temperature, alive, generator)
             tok = torch.where(alive, tok, self.pad_id)
             tokens[:, t] = tok
             logps[:, t] = logp_all.gather(1, tok[:, None]).squeeze(1)
