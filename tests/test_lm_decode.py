@@ -203,3 +203,15 @@ def test_draw_gives_each_row_its_token_whatever_order_the_rows_are_kept_in():
     kept = decode.draw(logp[rows], torch.ones(4, dtype=torch.bool), b, order=rows)
     assert torch.equal(kept, in_batch[rows]) and (in_batch[~live] == 0).all()
     assert torch.equal(a.get_state(), b.get_state())
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0, 0.7])
+def test_next_token_gives_the_log_softmax_of_its_token(temperature):
+    """The log-prob next_token returns is log_softmax(logits / T) at its token (T = 0: argmax, at T = 1), for
+    logits far from 0 too, without a log-softmax over the vocabulary."""
+    logits = torch.randn(5, 300, dtype=torch.float64).float() * 8 + 40
+    tok, logp = decode.next_token(logits, temperature, torch.ones(5, dtype=torch.bool), torch.Generator().manual_seed(1))
+    z = logits / (temperature or 1.0)
+    assert torch.allclose(logp, z.log_softmax(-1).gather(1, tok[:, None]).squeeze(1), atol=1e-5)
+    if temperature == 0:
+        assert torch.equal(tok, logits.argmax(-1))

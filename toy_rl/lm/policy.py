@@ -39,7 +39,6 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import torch
-import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..arithmetic.model.gpt import distinct_rows
@@ -47,6 +46,7 @@ from ..arithmetic.model.tokenizer import left_pad
 from . import decode
 from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
+from .logprob import head_logp, token_logp
 from .lora import cast_base
 from . import packing
 from .prefill import prefill, prefix_once
@@ -350,10 +350,10 @@ class HFPolicy:
             logits, mask = logits[where], mask[where]
         for t in range(max_new_tokens):
             alive = ~finished
-            tok, logp_all = decode.next_token(logits, temperature, alive, generator)
+            tok, logp = decode.next_token(logits, temperature, alive, generator)
             tok = torch.where(alive, tok, self.pad_id)
             tokens[:, t] = tok
-            logps[:, t] = logp_all.gather(1, tok[:, None]).squeeze(1)
+            logps[:, t] = logp
             lengths += alive.long()
             finished |= alive & torch.isin(tok, stop)
             if bool(finished.all()) or t + 1 == max_new_tokens:
@@ -433,17 +433,11 @@ class HFPolicy:
         targets, real = ids[:, start:], None
         if head is not None:            # the head on real answer tokens only: padding gets 0
             real = mask[:, start:].bool()
-            out, targets = head(out if packed else out[real]), targets[real]
-        logits = out.float()
-        if temperature > 0 and temperature != 1.0:
-            logits = logits / temperature
-        logp_all = F.log_softmax(logits, dim=-1)
-        logp = _placed(logp_all.gather(-1, targets[..., None]).squeeze(-1), real)
-        if not entropy:
-            return logp, None
-        with torch.no_grad():             # only logged: keep no graph (saves a logits-sized buffer)
-            ent = _placed(-(logp_all.exp() * logp_all).sum(-1), real)
-        return logp, ent
+            logp, ent = head_logp(out if packed else out[real], head, targets[real], temperature, entropy)
+        else:
+            logp, ent = token_logp(out.flatten(0, 1), targets.flatten(), temperature, entropy)
+            logp, ent = logp.view(targets.shape), None if ent is None else ent.view(targets.shape)
+        return _placed(logp, real), None if ent is None else _placed(ent, real)
 
     def _shared_prompt_logits(self, ids, mask, start, body=None):
         """The logits ``score`` needs (with ``body``: the hidden states under them), computing each distinct
