@@ -39,7 +39,7 @@ import time
 
 import torch
 
-from bench_bf16 import lm_bench_start
+from bench_bf16 import lm_bench_start, matmul
 
 PHASES = ("sample", "score old log-probs", "forward + backward + step", "on-policy update")
 
@@ -76,10 +76,34 @@ def warm_started(pols: dict, task) -> str:
     return folders[0].parent.name
 
 
-def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tuple[dict, float | None]:
-    """({phase: seconds}, sampler-vs-scorer gap) of one update on the prompts drawn from ``seed``. ``rollout``: the
-    mini-batches a run samples at once (a reuse-K run: K + 1); phase 1 is that sampling's time / ``rollout``, and the
-    other phases train the first mini-batch."""
+def linear_flops(policy) -> tuple[int, int]:
+    """(FLOPs per token of the decoder's linear layers, LoRA's included; of the LM head): 2 x their weights."""
+    base = policy.model.get_base_model() if hasattr(policy.model, "get_base_model") else policy.model
+    body = sum(m.weight.numel() for m in base.model.modules() if isinstance(m, torch.nn.Linear))
+    return 2 * body, 2 * base.get_output_embeddings().weight.numel()
+
+
+def prompt_tokens(prompts) -> int:
+    """Tokens the distinct ``prompts`` feed the model, their shared few-shot prefix once (toy_rl.lm.prefill)."""
+    from toy_rl.lm.prefill import MIN_SHARED, shared_prefix
+    distinct = [list(p) for p in dict.fromkeys(tuple(p) for p in prompts)]
+    shared = shared_prefix(distinct) if len(distinct) > 1 else 0
+    return sum(map(len, distinct)) - (shared * (len(distinct) - 1) if shared >= MIN_SHARED else 0)
+
+
+def forward_gflop(policy, prompts, lengths) -> float:
+    """GFLOP of the linear layers and the head in one forward over ``prompts`` and answers of ``lengths`` tokens:
+    the prompts once, each answer's tokens but its last through the decoder, the head on each answer token. Sampling
+    does as much (a decode step per token); an update's backward as much again (its frozen weights need only the
+    gradient of their inputs; LoRA's own products are small). Attention's products are left out."""
+    body, head = linear_flops(policy)
+    return (body * (prompt_tokens(prompts) + sum(max(n - 1, 0) for n in lengths)) + head * sum(lengths)) / 1e9
+
+
+def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tuple[dict, float | None, dict]:
+    """({phase: seconds}, sampler-vs-scorer gap, {phase: GFLOP of its linear layers}) of one update on the prompts
+    drawn from ``seed``. ``rollout``: the mini-batches a run samples at once (a reuse-K run: K + 1); phase 1 is that
+    sampling's time (and work) / ``rollout``, and the other phases train the first mini-batch."""
     from toy_rl.rl.loop import update
     from toy_rl.rl.rollout import RolloutPool, make_batch
     pool = RolloutPool(cfg.group_size, cfg.max_new_tokens)
@@ -91,9 +115,13 @@ def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tup
     outs = policy.sample([a.prompt_ids for g in pool.groups for a in g.answers], cfg.max_new_tokens,
                          cfg.temperature, gen)
     secs[PHASES[0]] = (time.perf_counter() - t0) / rollout
+    work = {PHASES[0]: forward_gflop(policy, [a.prompt_ids for g in pool.groups for a in g.answers],
+                                     [len(o[0]) for o in outs]) / rollout}
     pool.groups = pool.groups[:cfg.prompts]
     answers = [a for g in pool.groups for a in g.answers]
     prompts, outs = [a.prompt_ids for a in answers], outs[:len(answers)]
+    work[PHASES[1]] = forward_gflop(policy, prompts, [len(o[0]) for o in outs])
+    work[PHASES[2]] = work[PHASES[3]] = 2 * work[PHASES[1]]
     t0 = time.perf_counter()
     with torch.inference_mode():
         scored = policy._rescore(prompts, outs, cfg.temperature)
@@ -109,7 +137,7 @@ def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tup
         t0 = time.perf_counter()
         update(policy, optimizer, batch._replace(old_logp_from_update=True), cfg.rule_obj, cfg)
         secs[PHASES[3]] = time.perf_counter() - t0
-    return secs, policy.pop_logp_gap() if rescore else None
+    return secs, policy.pop_logp_gap() if rescore else None, work
 
 
 def main() -> int:
@@ -151,32 +179,38 @@ def main() -> int:
     print(f"SmolLM2-135M-Instruct, preset {preset}, task {args.task}: {cfg.prompts} prompts x {cfg.group_size} "
           f"answers, <= {cfg.max_new_tokens} new tokens, micro-batch {cfg.micro_batch or 'none'}, BAPO (micro-batch "
           f"graphs held); {', '.join(dtypes)}; {args.repeats} repeats after 1 warm-up, medians")
+    peak = dict(zip(dtypes, matmul(20, [getattr(torch, dt) for dt in dtypes]).values()))
+    print(f"this CPU's matmul rate (2048x576 @ 576x1536, 1 call at a time): "
+          f"{', '.join(f'{dt} {rate:.0f} GFLOP/s' for dt, rate in peak.items())}")
     times = {dt: {ph: [] for ph in PHASES} for dt in dtypes}
+    work = {dt: {ph: [] for ph in PHASES} for dt in dtypes}
     gaps = []
     t_all = time.perf_counter()
     for r in range(args.repeats + 1):
         for dt in dtypes:
-            secs, gap = one_update(pols[dt], opts[dt], task, cfg, seed=r, rollout=args.staleness + 1)
+            secs, gap, gflop = one_update(pols[dt], opts[dt], task, cfg, seed=r, rollout=args.staleness + 1)
             if r:
                 for ph in PHASES:
                     times[dt][ph].append(secs[ph])
+                    work[dt][ph].append(gflop[ph])
                 if gap is not None:
                     gaps.append(gap)
     med = {dt: {ph: statistics.median(v) for ph, v in times[dt].items()} for dt in dtypes}
-    rows = {ph: {dt: med[dt][ph] for dt in dtypes} for ph in PHASES}
-    # a run's on-policy update: sampling, then phase 4 (a float32 run keeps the sampler's log-probs: phase 3)
-    judged = rows["on-policy update as a run makes it (1 + 4)"] = {dt: med[dt][PHASES[0]] + med[dt][PHASES[3]]
-                                                                   for dt in dtypes}
-    if args.staleness > 0:
-        k = args.staleness
+    med_work = {dt: {ph: statistics.median(v) for ph, v in work[dt].items()} for dt in dtypes}
+    k = args.staleness
 
-        def mean_update(dt):
-            m = med[dt]
-            if not pols[dt].rescore:
-                return m[PHASES[0]] + m[PHASES[2]]
-            return m[PHASES[0]] + (m[PHASES[3]] + k * (m[PHASES[1]] + m[PHASES[2]])) / (k + 1)
-        judged = rows[f"mean update of a reuse-{k} run (1 + 3; rescoring runs: 1 + 1/{k + 1} of 4 + {k}/{k + 1} of "
-                      f"2 + 3)"] = {dt: mean_update(dt) for dt in dtypes}
+    def as_run_makes_it(dt, m):
+        """A run's update from phase medians ``m`` (seconds or GFLOP): on-policy, sampling then phase 4 (a float32
+        run keeps the sampler's log-probs: phase 3); a reuse-k run's mean (see the module docstring)."""
+        if k == 0:
+            return m[PHASES[0]] + m[PHASES[3]]
+        if not pols[dt].rescore:
+            return m[PHASES[0]] + m[PHASES[2]]
+        return m[PHASES[0]] + (m[PHASES[3]] + k * (m[PHASES[1]] + m[PHASES[2]])) / (k + 1)
+    rows = {ph: {dt: med[dt][ph] for dt in dtypes} for ph in PHASES}
+    label = ("on-policy update as a run makes it (1 + 4)" if k == 0 else
+             f"mean update of a reuse-{k} run (1 + 3; rescoring runs: 1 + 1/{k + 1} of 4 + {k}/{k + 1} of 2 + 3)")
+    judged = rows[label] = {dt: as_run_makes_it(dt, med[dt]) for dt in dtypes}
     both = len(dtypes) == 2
     print(f"\n| phase | {' | '.join(f'{dt} s' for dt in dtypes)} |{' fp32 / bf16 |' if both else ''}\n"
           f"|---|{'---|' * (len(dtypes) + both)}")
@@ -184,6 +218,15 @@ def main() -> int:
         note = " (rescoring runs only)" if name == PHASES[1] else " (float32: phase 3)" if name == PHASES[3] else ""
         ratio = f" {row[dtypes[0]] / row[dtypes[1]]:.2f}x |" if both else ""
         print(f"| {name}{note} | {' | '.join(f'{row[dt]:.2f}' for dt in dtypes)} |{ratio}")
+    print("\nAgainst this CPU's matmul rate: each phase's products in the linear layers and the head (prompts once, "
+          "their shared prefix once, each answer token once; an update's backward as much again; attention left out), "
+          "the rate they ran at, and the floor: the seconds they would take at the matmul rate\n\n"
+          "| phase | dtype | GFLOP | GFLOP/s | % of the matmul rate | floor s |\n|---|---|---|---|---|---|")
+    for name in rows:
+        for dt in dtypes:
+            g = med_work[dt][name] if name in PHASES else as_run_makes_it(dt, med_work[dt])
+            print(f"| {name} | {dt} | {g:.0f} | {g / rows[name][dt]:.0f} | {100 * g / rows[name][dt] / peak[dt]:.0f} % "
+                  f"| {g / peak[dt]:.1f} |")
     if gaps:
         print(f"\nsampler-vs-scorer log-prob gap of the rescoring dtype: {statistics.mean(gaps):.4f} nats per token "
               "(mean |diff|)")

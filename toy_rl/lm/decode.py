@@ -212,7 +212,7 @@ def _inverse_cdf(weights: torch.Tensor, live: torch.Tensor, generator=None, orde
     total = torch.ones(B, dtype=torch.float64, device=weights.device)
     if len(idx):
         rows = weights if len(idx) == B and order is None else weights[idx]
-        cdf = rows.cumsum(-1, dtype=torch.float64)
+        cdf = rows.double().cumsum_(-1)          # (cumsum(dtype=float64) of float32 ran 8x slower here)
         u = torch.rand((len(idx), 1), generator=generator, dtype=torch.float64, device=weights.device)
         tok[idx] = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1).clamp_(max=V - 1)
         total[idx] = cdf[:, -1]

@@ -23,7 +23,7 @@ Two things the loss depends on, and how they are kept right here:
   on-policy the ratio is exactly 1. The mean gap it replaced is read by :meth:`HFPolicy.pop_logp_gap`. The
   answers an update trains on at once (``sample``'s ``rescore_from``) skip this: their update's first scoring
   pass is the same forward, and its log-probs become their old log-probs (:func:`toy_rl.rl.loop._update`).
-  Base weights and activations are bf16; the adapters, AdamW's state, the log-softmax, the
+  Base weights and activations are bf16; the adapters, AdamW's state, the softmax, the
   log-probs, the ratios and the loss stay float32 (``score`` upcasts the logits).
 
 Sampling is a hand-written KV-cache loop rather than ``model.generate``: it takes
@@ -401,7 +401,7 @@ class HFPolicy:
         One forward over the batch (left-padded prompts, right-padded answers), positions from
         ``attention_mask``; only the positions start-1 .. L-2 go through the LM head, and with
         ``head_on_answers`` (a Llama, Qwen or Mistral) only those of real answer tokens (mask 1): the head and
-        the float32 log-softmax over the vocabulary are the update's largest tensors, and answers of one batch
+        the float32 softmax over the vocabulary (:mod:`toy_rl.lm.logprob`) are the update's largest tensors, and answers of one batch
         are mostly padding. There, with ``pack_answers``, the decoder skips the padding too: each distinct
         prompt once, its answers packed behind it (:mod:`toy_rl.lm.packing`). With ``temperature > 0`` the logits are divided by it, as in ``sample``. Entries
         at padding are 0 then, and otherwise computed too (finite): multiply by the response mask before using them.
