@@ -185,7 +185,7 @@ def test_draw_samples_the_distribution():
     draw that favoured the largest, or ignored the noise, would be far outside); a token of probability 0 never."""
     p = torch.tensor([0.5, 0.25, 0.15, 0.07, 0.03, 0.0])
     logp = p.log().expand(10_000, 6)
-    tok = decode.draw(logp, torch.ones(10_000, dtype=torch.bool), torch.Generator().manual_seed(0))
+    tok = decode.next_token(logp, 1.0, torch.ones(10_000, dtype=torch.bool), torch.Generator().manual_seed(0))[0]
     share = torch.bincount(tok, minlength=6).float() / 10_000
     assert share[5] == 0
     assert ((share - p).abs() <= 4 * (p * (1 - p) / 10_000).sqrt() + 1e-9).all(), share
@@ -198,9 +198,9 @@ def test_draw_gives_each_row_its_token_whatever_order_the_rows_are_kept_in():
     logp = torch.randn(6, 50).log_softmax(-1)
     live = torch.tensor([True, False, True, True, False, True])
     a, b = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
-    in_batch = decode.draw(logp, live, a)
+    in_batch = decode.next_token(logp, 1.0, live, a)[0]
     rows = torch.tensor([3, 0, 5, 2])                                   # the live rows, in another order
-    kept = decode.draw(logp[rows], torch.ones(4, dtype=torch.bool), b, order=rows)
+    kept = decode.next_token(logp[rows], 1.0, torch.ones(4, dtype=torch.bool), b, order=rows)[0]
     assert torch.equal(kept, in_batch[rows]) and (in_batch[~live] == 0).all()
     assert torch.equal(a.get_state(), b.get_state())
 
