@@ -2,7 +2,7 @@
 largest tensors of a rung-3 update ((answer tokens) x 49,152 vocabulary entries, 200 MB in float32 for a
 micro-batch of 1,000 tokens).
 
-The ratio of the clipped objective (the paper's Eq. 1 and 6) needs log pi(y_t | context) = z[y_t] - logsumexp(z)
+The ratio in the clipped surrogate (BAPO Eq. 3) needs log pi(y_t | context) = z[y_t] - logsumexp(z)
 and its gradient, dlogp/dz = onehot(y_t) - softmax(z). ``log_softmax`` then ``gather`` gets there through a log-prob
 tensor for every vocabulary entry, a zero-filled one for the gather's gradient and a third for the log-softmax's;
 :class:`TokenLogProb` keeps one: the softmax, from which the forward reads the entropy and the backward makes the
@@ -16,6 +16,13 @@ gradient of the logits.
 from __future__ import annotations
 
 import torch
+
+
+def _logits_grad(p, targets, g):
+    """g * (onehot(targets) - p), float32 (N, V): the logits' gradient from the log-probs' gradient g (N,)."""
+    dz = p * -g[:, None]
+    dz[torch.arange(len(targets), device=dz.device), targets] += g
+    return dz
 
 
 def _softmax_stats(z, targets, entropy: bool):
@@ -49,10 +56,7 @@ class TokenLogProb(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_logp, _grad_entropy):
         p, targets = ctx.saved_tensors
-        g = grad_logp.float() / ctx.temperature
-        dz = p * -g[:, None]
-        dz[torch.arange(len(targets), device=dz.device), targets] += g
-        return dz.to(ctx.dtype), None, None, None
+        return _logits_grad(p, targets, grad_logp.float() / ctx.temperature).to(ctx.dtype), None, None, None
 
 
 class HeadLogProb(torch.autograd.Function):
@@ -89,8 +93,7 @@ class HeadLogProb(torch.autograd.Function):
                 grad_hidden = ((1 - p.gather(1, targets[:, None])) * own - (rest @ weight).float()) * g
             grad_hidden = grad_hidden.to(hidden.dtype)
         if ctx.needs_input_grad[1]:
-            dz = p * -g
-            dz[torch.arange(len(targets), device=dz.device), targets] += g.squeeze(1)
+            dz = _logits_grad(p, targets, g.squeeze(1))
             grad_weight = (dz.t().to(hidden.dtype) @ hidden).to(weight.dtype)
         return grad_hidden, grad_weight, None, None, None
 
