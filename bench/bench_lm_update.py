@@ -85,10 +85,9 @@ def linear_flops(policy) -> tuple[int, int]:
 
 def prompt_tokens(prompts) -> int:
     """Tokens the distinct ``prompts`` feed the model, their shared few-shot prefix once (toy_rl.lm.prefill)."""
-    from toy_rl.lm.prefill import MIN_SHARED, shared_prefix
+    from toy_rl.lm.prefill import shared_length
     distinct = [list(p) for p in dict.fromkeys(tuple(p) for p in prompts)]
-    shared = shared_prefix(distinct) if len(distinct) > 1 else 0
-    return sum(map(len, distinct)) - (shared * (len(distinct) - 1) if shared >= MIN_SHARED else 0)
+    return sum(map(len, distinct)) - shared_length(distinct) * (len(distinct) - 1)
 
 
 def forward_gflop(policy, prompts, lengths) -> float:
@@ -112,11 +111,10 @@ def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tup
     rescore, policy.rescore = policy.rescore, False
     secs = {}
     t0 = time.perf_counter()
-    outs = policy.sample([a.prompt_ids for g in pool.groups for a in g.answers], cfg.max_new_tokens,
-                         cfg.temperature, gen)
+    rollout_prompts = [a.prompt_ids for g in pool.groups for a in g.answers]
+    outs = policy.sample(rollout_prompts, cfg.max_new_tokens, cfg.temperature, gen)
     secs[PHASES[0]] = (time.perf_counter() - t0) / rollout
-    work = {PHASES[0]: forward_gflop(policy, [a.prompt_ids for g in pool.groups for a in g.answers],
-                                     [len(o[0]) for o in outs]) / rollout}
+    work = {PHASES[0]: forward_gflop(policy, rollout_prompts, [len(o[0]) for o in outs]) / rollout}
     pool.groups = pool.groups[:cfg.prompts]
     answers = [a for g in pool.groups for a in g.answers]
     prompts, outs = [a.prompt_ids for a in answers], outs[:len(answers)]

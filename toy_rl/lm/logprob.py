@@ -71,7 +71,6 @@ class HeadLogProb(torch.autograd.Function):
         if temperature != 1.0:
             z.div_(temperature)
         p, logp, ent = _softmax_stats(z, targets, entropy)
-        del z
         if ent is not None:
             ctx.mark_non_differentiable(ent)
         ctx.save_for_backward(p, hidden, weight, targets)

@@ -50,6 +50,13 @@ def shared_prefix(prompts: list[list[int]]) -> int:
     return max(n, 0)
 
 
+def shared_length(prompts: list[list[int]]) -> int:
+    """How many leading tokens :func:`prefill` runs once for ``prompts``: their :func:`shared_prefix` where there
+    are two prompts or more and it is at least :data:`MIN_SHARED` tokens; else 0."""
+    c = shared_prefix(prompts) if len(prompts) > 1 else 0
+    return c if c >= MIN_SHARED else 0
+
+
 def prefill(policy, prompts: list[list[int]], cache, body=None, share: bool = True) -> Prefilled:
     """Run the distinct ``prompts`` (token lists) through ``policy``'s model into ``cache``: with ``share``, their
     shared prefix once where it is at least :data:`MIN_SHARED` tokens and there are two prompts or more; else
@@ -64,8 +71,8 @@ def prefill(policy, prompts: list[list[int]], cache, body=None, share: bool = Tr
         for i, (k, v) in enumerate(held.leaves):
             cache.update(k, v, i)
     else:
-        c = shared_prefix(prompts) if share and P > 1 else 0
-        if c < MIN_SHARED:
+        c = shared_length(prompts) if share else 0
+        if not c:
             ids, mask = left_pad(prompts, dev, policy.pad_id)
             last = policy._forward(ids, mask, cache, logits_to_keep=1, body=body)[:, -1]
             return Prefilled(last, mask.bool(), lengths)
