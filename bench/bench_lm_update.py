@@ -9,7 +9,8 @@ task is "add" unless --task says otherwise, with the preset's batch shape and bu
 is the update of rung 3's comparison runs (``toy-rl lora --task search-hard-warm ... --micro-batch 16``), whose
 target is 30 s, judged in this CPU's fastest dtype. BAPO's micro-batches keep their graphs from its search pass
 for the backward, as runs on a CPU do (``HFPolicy.hold_graphs``). Each repeat gives both dtypes the same prompts,
-in turn (fp32, bf16, fp32, ...), and times four phases of one update:
+in turn (fp32, bf16, fp32, ...), from the same adapters (put back before each update, with a fresh optimizer: the
+first update of a run, whatever the repeats before it trained), and times four phases of one update:
 
 1. sample: the answers, token by token with a KV cache (``HFPolicy.sample`` without rescoring); with --staleness K,
    a run's whole rollout of K + 1 mini-batches at once, as a reuse run samples it, divided by K + 1;
@@ -49,14 +50,15 @@ def preset_name() -> str:
     return "search-hard-warm" if "search-hard-warm" in PRESETS else "smollm2-135m"
 
 
-def policies(preset: str, task, dtypes) -> dict:
+def policies(preset: str, task, dtypes, micro_batch: int | None = None) -> dict:
     """{dtype: policy} of SmolLM2 with the preset's LoRA, the same adapters (seed 0) in each, BAPO's micro-batch
-    graphs held for the backward as runs hold them on a CPU (``HFPolicy.hold_graphs``)."""
+    graphs held for the backward as runs hold them on a CPU (``HFPolicy.hold_graphs``), a bf16 policy rescoring its
+    samples ``micro_batch`` answers at a time as a run's does."""
     from toy_rl.lm.presets import get_preset
     from toy_rl.lm.run import make_policy
     p = get_preset(preset)
     out = {dt: make_policy(p.model, task, seed=0, dtype=dt, device="cpu", rank=p.lora_rank, alpha=p.lora_alpha,
-                           share_prompts=p.share_prompts) for dt in dtypes}
+                           share_prompts=p.share_prompts, micro_batch=micro_batch) for dt in dtypes}
     for policy in out.values():
         policy.hold_graphs = True
     return out
@@ -97,6 +99,15 @@ def forward_gflop(policy, prompts, lengths) -> float:
     gradient of their inputs; LoRA's own products are small). Attention's products are left out."""
     body, head = linear_flops(policy)
     return (body * (prompt_tokens(prompts) + sum(max(n - 1, 0) for n in lengths)) + head * sum(lengths)) / 1e9
+
+
+def restart(policy, weights) -> None:
+    """Put ``weights`` back into the policy's trainable parameters: every timed update starts from the same
+    adapters (with a fresh optimizer), so both dtypes make the same update -- the first of a run -- however many
+    updates came before (a bf16 side makes two a repeat) and their answers have the same lengths."""
+    with torch.no_grad():
+        for w, saved in zip(policy.trainable_parameters(), weights, strict=True):
+            w.copy_(saved)
 
 
 def one_update(policy, optimizer, task, cfg, seed: int, rollout: int = 1) -> tuple[dict, float | None, dict]:
@@ -170,10 +181,10 @@ def main() -> int:
     from toy_rl.lm.load import resolve_dtype
     dtypes = list(dict.fromkeys(resolve_dtype(d, "cpu") for d in args.dtype))
     fastest = resolve_dtype("auto", "cpu")
-    pols = policies(preset, task, dtypes)
+    pols = policies(preset, task, dtypes, cfg.micro_batch)
     if args.warm_start:
         print(f"from the committed warm start {warm_started(pols, task)}")
-    opts = {dt: make_optimizer(p, cfg.lr) for dt, p in pols.items()}
+    start = {dt: [w.detach().clone() for w in p.trainable_parameters()] for dt, p in pols.items()}
     print(f"SmolLM2-135M-Instruct, preset {preset}, task {args.task}: {cfg.prompts} prompts x {cfg.group_size} "
           f"answers, <= {cfg.max_new_tokens} new tokens, micro-batch {cfg.micro_batch or 'none'}, BAPO (micro-batch "
           f"graphs held); {', '.join(dtypes)}; {args.repeats} repeats after 1 warm-up, medians")
@@ -186,7 +197,9 @@ def main() -> int:
     t_all = time.perf_counter()
     for r in range(args.repeats + 1):
         for dt in dtypes:
-            secs, gap, gflop = one_update(pols[dt], opts[dt], task, cfg, seed=r, rollout=args.staleness + 1)
+            restart(pols[dt], start[dt])
+            secs, gap, gflop = one_update(pols[dt], make_optimizer(pols[dt], cfg.lr), task, cfg, seed=r,
+                                          rollout=args.staleness + 1)
             if r:
                 for ph in PHASES:
                     times[dt][ph].append(secs[ph])

@@ -15,7 +15,7 @@ from test_lm_policy import EOS, VOCAB, FakeTokenizer  # noqa: E402
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from toy_rl.arithmetic.model.tokenizer import left_pad  # noqa: E402
-from toy_rl.lm import decode  # noqa: E402
+from toy_rl.lm import decode, logprob  # noqa: E402
 from toy_rl.lm.dry_run import enable_gradient_checkpointing  # noqa: E402
 from toy_rl.lm.lora import add_lora  # noqa: E402
 from toy_rl.lm.forward import new_cache, unique_rows  # noqa: E402
@@ -191,10 +191,13 @@ def test_draw_samples_the_distribution():
     assert ((share - p).abs() <= 4 * (p * (1 - p) / 10_000).sqrt() + 1e-9).all(), share
 
 
-def test_draw_gives_each_row_its_token_whatever_order_the_rows_are_kept_in():
+@pytest.mark.parametrize("chunk", [None, 1, 4], ids=["one-chunk", "1-row-chunks", "4-row-chunks"])
+def test_draw_gives_each_row_its_token_whatever_order_the_rows_are_kept_in(chunk, monkeypatch):
     """The lean decoder keeps its rows sorted by prompt and drops stopped ones; the HF path keeps them all in batch
     order. Drawn with ``order`` (each row's place in the batch), both give every live row the same token and leave
-    the generator in the same state."""
+    the generator in the same state, whatever chunks of rows next_token works in."""
+    if chunk:
+        monkeypatch.setattr(logprob, "CHUNK_BYTES", chunk * 8 * 50)
     logp = torch.randn(6, 50).log_softmax(-1)
     live = torch.tensor([True, False, True, True, False, True])
     a, b = torch.Generator().manual_seed(4), torch.Generator().manual_seed(4)
@@ -205,10 +208,13 @@ def test_draw_gives_each_row_its_token_whatever_order_the_rows_are_kept_in():
     assert torch.equal(a.get_state(), b.get_state())
 
 
+@pytest.mark.parametrize("chunk", [None, 2], ids=["one-chunk", "2-row-chunks"])
 @pytest.mark.parametrize("temperature", [0.0, 1.0, 0.7])
-def test_next_token_gives_the_log_softmax_of_its_token(temperature):
+def test_next_token_gives_the_log_softmax_of_its_token(temperature, chunk, monkeypatch):
     """The log-prob next_token returns is log_softmax(logits / T) at its token (T = 0: argmax, at T = 1), for
     logits far from 0 too, without a log-softmax over the vocabulary."""
+    if chunk:
+        monkeypatch.setattr(logprob, "CHUNK_BYTES", chunk * 8 * 300)
     logits = torch.randn(5, 300, dtype=torch.float64).float() * 8 + 40
     tok, logp = decode.next_token(logits, temperature, torch.ones(5, dtype=torch.bool), torch.Generator().manual_seed(1))
     z = logits / (temperature or 1.0)

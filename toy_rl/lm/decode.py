@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .forward import cache_layers, new_cache, unique_rows
+from .logprob import row_chunks
 from .prefill import prefill
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -196,49 +197,71 @@ def step(w: Weights, kv: KV, tok: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     return F.linear(_rms(x, w.norm, w.eps), w.head)
 
 
-def _inverse_cdf(weights: torch.Tensor, live: torch.Tensor, generator=None, order: torch.Tensor | None = None):
-    """(token, total): a token from each live row of ``weights`` (B, vocab; >= 0, unnormalized) with probability
-    proportional to its weight, and each row's total weight (float64; 1 for rows not drawn, whose token is 0).
+_SCRATCH: dict = {}
 
-    One uniform U per row: the token is the first whose cumulative weight exceeds U times the row's total (inverse
-    transform sampling, as ``torch.multinomial`` draws one sample), with the cumulative sum in float64 so that
-    rounding moves no token's probability by more than ~1e-16 of the total. The rows are drawn in ascending order of
-    ``order`` (each row's index in the batch as first laid out; default 0 .. B-1), so the generator moves the same
-    way whatever order and subset of rows a decoder keeps."""
-    B, V = weights.shape
+
+def _scratch(name: str, rows: int, width: int, dtype, device) -> torch.Tensor:
+    """A (rows, width) buffer kept from one decoding step to the next (one per name, dtype and device; at most 24 MB
+    each, :func:`toy_rl.lm.logprob.row_chunks`): a buffer allocated afresh at every step pays its page faults at every
+    step (17 ms to copy 64 x 49,152 logits into a fresh one, against 2 ms into one already touched)."""
+    key = (name, dtype, torch.device(device))
+    buf = _SCRATCH.get(key)
+    if buf is None or buf.shape[0] < rows or buf.shape[1] != width:
+        buf = _SCRATCH[key] = torch.empty(rows, width, dtype=dtype, device=device)
+    return buf[:rows]
+
+
+def _draw_order(live: torch.Tensor, order: torch.Tensor | None) -> torch.Tensor:
+    """The live rows in the order they take their uniforms: ascending ``order`` (each row's index in the batch as
+    first laid out; default 0 .. B-1), so the generator moves the same way whatever order and subset of rows a
+    decoder keeps."""
     live_rows = live.nonzero().squeeze(1)
-    idx = live_rows if order is None else live_rows[torch.argsort(order[live_rows])]
-    tok = torch.zeros(B, dtype=torch.long, device=weights.device)
-    total = torch.ones(B, dtype=torch.float64, device=weights.device)
-    if len(idx):
-        rows = weights if len(idx) == B and order is None else weights[idx]
-        cdf = rows.double().cumsum_(-1)          # (cumsum(dtype=float64) of float32 ran 8x slower here)
-        u = torch.rand((len(idx), 1), generator=generator, dtype=torch.float64, device=weights.device)
-        tok[idx] = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1).clamp_(max=V - 1)
-        total[idx] = cdf[:, -1]
-    return tok, total
+    return live_rows if order is None else live_rows[torch.argsort(order[live_rows])]
 
 
 def next_token(logits: torch.Tensor, temperature: float, live: torch.Tensor, generator=None,
                order: torch.Tensor | None = None):
     """One decoding step for the rows of ``logits`` (B, vocab): (token, its log-prob), both (B,). Temperature 0:
-    argmax, with the temperature-1 log-prob; else a draw from softmax(logits / T) for the ``live`` rows by inverse
-    transform sampling (:func:`_inverse_cdf`: one uniform per row, where an exponential race needs one per vocabulary
-    entry: 15 ms against 47 ms for 64 x 49,152 here, bench/bench_head_and_draw.py; the others' token is 0 and their
-    log-prob is not one to keep). Shared by :func:`sample_batch` and the HF path of
-    :class:`toy_rl.lm.policy.HFPolicy`. The log-prob is ``z[token] - max(z) - log(sum(exp(z - max(z))))`` with
-    the sum the draw's own, so the vocabulary is read a few times, not the dozen of a log-softmax, a noise tensor
-    and a gather."""
-    z = logits.float()
-    if temperature not in (0, 1):
-        z = z / temperature
-    top, arg = z.max(-1, keepdim=True)
-    e = (z - top).exp_()
-    if temperature == 0:
-        tok, total = arg.squeeze(1), e.sum(-1).double()
-    else:
-        tok, total = _inverse_cdf(e, live, generator, order)
-    logp = z.gather(1, tok[:, None]).squeeze(1) - top.squeeze(1) - total.log().float()
+    argmax, with the temperature-1 log-prob; else a draw from softmax(logits / T) for the ``live`` rows (the others'
+    token is 0 and their log-prob is not one to keep) by inverse transform sampling: one uniform U per row (drawn in
+    the order of :func:`_draw_order`), and the first token whose cumulative weight exceeds U times the row's total,
+    the cumulative sum in float64 so that rounding moves no token's probability by more than ~1e-16 of the total
+    (as ``torch.multinomial`` draws one sample; an exponential race needs a uniform per vocabulary entry: 15 ms
+    against 47 ms for 64 x 49,152 here, bench/bench_head_and_draw.py). The log-prob is
+    ``z[token] - max(z) - log(sum(exp(z - max(z))))`` with the sum the draw's own. Rows go a chunk at a time
+    (:func:`toy_rl.lm.logprob.row_chunks`) through buffers kept from step to step (:func:`_scratch`): a fresh float32
+    and a float64 copy of 192 x 49,152 logits at every step cost more in page faults than their arithmetic. Shared by :func:`sample_batch` and the HF
+    path of :class:`toy_rl.lm.policy.HFPolicy`."""
+    B, V = logits.shape
+    tok = torch.zeros(B, dtype=torch.long, device=logits.device)
+    logp = torch.empty(B, device=logits.device)
+    u = torch.zeros(B, dtype=torch.float64, device=logits.device)
+    draw = temperature != 0 and bool(live.any())
+    if draw:
+        idx = _draw_order(live, order)
+        u[idx] = torch.rand(len(idx), generator=generator, dtype=torch.float64, device=logits.device)
+    rows, chunks = row_chunks(B, V, itemsize=8)
+    z_buf, e_buf = (_scratch(name, rows, V, torch.float32, logits.device) for name in ("z", "e"))
+    cdf_buf = _scratch("cdf", rows, V, torch.float64, logits.device) if draw else None
+    for c in chunks:
+        n = c.stop - c.start
+        z, e = z_buf[:n], e_buf[:n]
+        z.copy_(logits[c])
+        if temperature not in (0, 1):
+            z.div_(temperature)
+        top, arg = z.max(-1, keepdim=True)
+        torch.sub(z, top, out=e).exp_()
+        total = torch.ones(n, dtype=torch.float64, device=logits.device)
+        if not draw:
+            tok[c], total = arg.squeeze(1), e.sum(-1).double()
+        else:
+            on = live[c].nonzero().squeeze(1)
+            if len(on):
+                cdf = cdf_buf[:len(on)]
+                cdf.copy_(e if len(on) == n else e[on]).cumsum_(-1)
+                pick = torch.searchsorted(cdf, u[c][on, None] * cdf[:, -1:], right=True).squeeze(1)
+                tok[c.start + on], total[on] = pick.clamp_(max=V - 1), cdf[:, -1]
+        logp[c] = z.gather(1, tok[c, None]).squeeze(1) - top.squeeze(1) - total.log().float()
     return tok, logp
 
 

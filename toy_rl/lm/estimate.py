@@ -52,7 +52,7 @@ Memory, in bytes:
   ``score`` upcasts them to float32 and computes the log-probs and the entropy:
   16 bytes per value at the peak (4 float32 copies while the entropy is summed;
   measured before :mod:`toy_rl.lm.logprob` kept only the logits and their softmax, an upper bound now), 4 kept for
-  the backward pass (measured). **With a 152k vocabulary this is the largest term**: one float32
+  the backward pass (the logits in the head's dtype: 4 in float32, 2 in bf16, counted as 4). **With a 152k vocabulary this is the largest term**: one float32
   copy for 64 answers of 512 tokens is 18.6 GiB.
 * KV cache while sampling: 2 (K and V) · L · n_kv · d · a bytes per token, for
   B_rollout = prompts·G rows of P + N tokens.
@@ -102,7 +102,8 @@ GIB = 2 ** 30
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3")
 LOGIT_PEAK_BYTES = 16            # per logit value at the peak of HFPolicy.score (4 float32 copies, measured)
-LOGIT_KEPT_BYTES = 4             # the float32 softmax, kept for backward (toy_rl.lm.logprob)
+LOGIT_KEPT_BYTES = 4             # the logits kept for backward, in the head's dtype (toy_rl.lm.logprob): 4 in
+                                 # float32, 2 in bf16; 4 here, an upper bound for bf16
 CUDA_CONTEXT_GIB = 1.0           # CUDA context, cuBLAS workspaces: not in max_memory_allocated, but on the card
 ALLOCATOR_SLACK = 0.05           # fragmentation of PyTorch's caching allocator (a fraction of the peak)
 

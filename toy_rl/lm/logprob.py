@@ -5,8 +5,8 @@ micro-batch of 1,000 tokens).
 The ratio in the clipped surrogate (BAPO Eq. 3) needs log pi(y_t | context) = z[y_t] - logsumexp(z)
 and its gradient, dlogp/dz = onehot(y_t) - softmax(z). ``log_softmax`` then ``gather`` gets there through a log-prob
 tensor for every vocabulary entry, a zero-filled one for the gather's gradient and a third for the log-softmax's;
-:class:`TokenLogProb` keeps one: the softmax, from which the forward reads the entropy and the backward makes the
-gradient. :class:`HeadLogProb` starts one step earlier, from the hidden states h under the head's weight W
+:class:`TokenLogProb` keeps none: it saves the logits it was given and their logsumexp, works a chunk of rows at a
+time in one reused buffer, and its backward remakes the softmax from them the same way. :class:`HeadLogProb` starts one step earlier, from the hidden states h under the head's weight W
 (z = h W^T), and makes the gradient the head's backward needs, dlogp/dh = (W[y] - p W) / T, without the (N, vocab)
 gradient of the logits.
 
@@ -17,84 +17,130 @@ from __future__ import annotations
 
 import torch
 
+CHUNK_BYTES = 24 << 20      # work per chunk of rows: 128 rows of a 49,152 vocabulary in float32
+
+
+def row_chunks(n: int, width: int, itemsize: int = 4) -> tuple[int, list[slice]]:
+    """(rows of the largest chunk, the row slices) of ``n`` rows whose (rows, width) work of ``itemsize`` bytes a
+    value fits :data:`CHUNK_BYTES`. Each chunk's work goes into one buffer reused for every chunk: a fresh
+    vocabulary-sized float32 tensor (543 MB for 2,765 answer tokens) can cost more in page faults than its arithmetic
+    (up to 1.4 s against 0.1 s for an exp over it on a 2-core EPYC), and a second one doubles the memory."""
+    rows = max(1, CHUNK_BYTES // (itemsize * width))
+    return min(rows, n), [slice(i, min(i + rows, n)) for i in range(0, n, rows)]
+
+
+def _stats(logits, vocab: int, targets, temperature: float, entropy: bool):
+    """(logp of targets, logsumexp, entropy or None), each (N,) float32, of ``softmax(z / temperature)``, where
+    ``logits(rows)`` gives the rows' logits z (N, vocab; any float dtype), a chunk at a time."""
+    n = len(targets)
+    rows, chunks = row_chunks(n, vocab)
+    zs, e = torch.empty(2, rows, vocab, device=targets.device)
+    logp, lse = torch.empty(2, n, device=targets.device)
+    ent = torch.empty(n, device=targets.device) if entropy else None
+    for c in chunks:
+        z, ex = zs[:c.stop - c.start], e[:c.stop - c.start]
+        z.copy_(logits(c))
+        if temperature != 1.0:
+            z.div_(temperature)
+        top = z.max(-1, keepdim=True).values
+        z.sub_(top)                                             # z - max: exp(z) <= 1
+        total = torch.exp(z, out=ex).sum(-1).log_()
+        logp[c] = z.gather(1, targets[c, None]).squeeze(1) - total
+        lse[c] = top.squeeze(1) + total
+        if entropy:                 # log(total) - sum(p * z), one (1 x V) @ (V x 1) product per row: no temporary
+            ent[c] = total - torch.bmm(ex[:, None, :], z[:, :, None]).view(-1) / total.exp()
+    return logp, lse, ent
+
+
+def _probs(logits, lse, temperature: float):
+    """(rows, p = softmax(z / temperature) of those rows, float32) chunk by chunk, from the logits the forward kept
+    and its logsumexp: exp(z / T - lse), the forward's softmax to the last bit or two. The buffer is reused."""
+    rows, chunks = row_chunks(*logits.shape)
+    buf = torch.empty(rows, logits.shape[1], device=logits.device)
+    for c in chunks:
+        p = buf[:c.stop - c.start]
+        p.copy_(logits[c])
+        if temperature != 1.0:
+            p.div_(temperature)
+        yield c, p.sub_(lse[c, None]).exp_()
+
 
 def _logits_grad(p, targets, g):
-    """g * (onehot(targets) - p), float32 (N, V): the logits' gradient from the log-probs' gradient g (N,)."""
-    dz = p * -g[:, None]
+    """g * (onehot(targets) - p), float32 (n, V), in ``p``'s buffer: the logits' gradient from the log-probs' (n,)."""
+    dz = p.mul_(-g[:, None])
     dz[torch.arange(len(targets), device=dz.device), targets] += g
     return dz
 
 
-def _softmax_stats(z, targets, entropy: bool):
-    """(p = softmax(z), logp of targets, entropy or None) of float32 logits z (N, V); p is made in a new buffer."""
-    top = z.max(-1, keepdim=True).values
-    p = (z - top).exp_()
-    total = p.sum(-1, keepdim=True)
-    lse = (top + total.log()).squeeze(1)
-    logp = z.gather(1, targets[:, None]).squeeze(1) - lse
-    p.div_(total)
-    ent = None
-    if entropy:                         # sum(p * z) as one (1 x V) @ (V x 1) product per row: no (N, V) temporary
-        ent = lse - torch.bmm(p[:, None, :], z[:, :, None]).view(-1)
-    return p, logp, ent
-
-
 class TokenLogProb(torch.autograd.Function):
     """(logp, entropy) of ``targets`` (N,) under ``softmax(logits / temperature)``, logits (N, vocab); the entropy
-    (None unless asked for) is for logging and has no gradient."""
+    (None unless asked for) is for logging and has no gradient. Keeps the logits it was given and the logsumexp
+    (no float32 copy of its own); the backward remakes the softmax a chunk of rows at a time."""
 
     @staticmethod
     def forward(ctx, logits, targets, temperature: float, entropy: bool):
-        z = logits.float()
-        p, logp, ent = _softmax_stats(z / temperature if temperature != 1.0 else z, targets, entropy)
+        logp, lse, ent = _stats(lambda c: logits[c], logits.shape[1], targets, temperature, entropy)
         if ent is not None:
             ctx.mark_non_differentiable(ent)
-        ctx.save_for_backward(p, targets)
-        ctx.temperature, ctx.dtype = temperature, logits.dtype
-        return logp, ent
-
-    @staticmethod
-    def backward(ctx, grad_logp, _grad_entropy):
-        p, targets = ctx.saved_tensors
-        return _logits_grad(p, targets, grad_logp.float() / ctx.temperature).to(ctx.dtype), None, None, None
-
-
-class HeadLogProb(torch.autograd.Function):
-    """(logp, entropy) of ``targets`` (N,) under ``softmax(hidden @ weight.T / temperature)``: the LM head (a linear
-    layer without bias, weight (vocab, hidden)) and :class:`TokenLogProb` in one, whose backward gives ``hidden``
-    its gradient as (W[y] - p W) * g / T: one matmul on the saved softmax, no (N, vocab) gradient. The weight gets
-    a gradient only if it requires one (a frozen head, as with LoRA, does not)."""
-
-    @staticmethod
-    def forward(ctx, hidden, weight, targets, temperature: float, entropy: bool):
-        z = (hidden @ weight.t()).float()
-        if temperature != 1.0:
-            z.div_(temperature)
-        p, logp, ent = _softmax_stats(z, targets, entropy)
-        if ent is not None:
-            ctx.mark_non_differentiable(ent)
-        ctx.save_for_backward(p, hidden, weight, targets)
+        ctx.save_for_backward(logits, lse, targets)
         ctx.temperature = temperature
         return logp, ent
 
     @staticmethod
     def backward(ctx, grad_logp, _grad_entropy):
-        p, hidden, weight, targets = ctx.saved_tensors
+        logits, lse, targets = ctx.saved_tensors
+        g = grad_logp.float() / ctx.temperature
+        grad = torch.empty_like(logits)
+        for c, p in _probs(logits, lse, ctx.temperature):
+            grad[c] = _logits_grad(p, targets[c], g[c])
+        return grad, None, None, None
+
+
+class HeadLogProb(torch.autograd.Function):
+    """(logp, entropy) of ``targets`` (N,) under ``softmax(hidden @ weight.T / temperature)``: the LM head (a linear
+    layer without bias, weight (vocab, hidden)) and :class:`TokenLogProb` in one, whose backward gives ``hidden``
+    its gradient as (W[y] - p W) * g / T: one matmul on the softmax, no (N, vocab) gradient. The weight gets
+    a gradient only if it requires one (a frozen head, as with LoRA, does not).
+
+    With a gradient to make it keeps the logits in the head's dtype (bf16 logits are what the bf16 matmul wrote:
+    nothing is lost) and remakes the softmax from them a chunk of rows at a time. Without (scoring old log-probs,
+    ``torch.no_grad``) it keeps nothing: each chunk's logits go into one reused buffer."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, targets, temperature: float, entropy: bool):
+        keep, vocab = any(ctx.needs_input_grad[:2]), weight.shape[0]
+        rows = len(targets) if keep else row_chunks(len(targets), vocab)[0]
+        z = torch.empty(rows, vocab, dtype=weight.dtype, device=weight.device)
+        # the same products either way (a chunk of rows each), so that scoring without a gradient gives the numbers
+        # of the update's own pass to the last bit: a rescored batch trained on policy sees ratios of exactly 1
+        logits = lambda c: torch.mm(hidden[c], weight.t(), out=z[c] if keep else z[:c.stop - c.start])
+        logp, lse, ent = _stats(logits, vocab, targets, temperature, entropy)
+        if ent is not None:
+            ctx.mark_non_differentiable(ent)
+        if keep:
+            ctx.save_for_backward(z, lse, hidden, weight, targets)
+        ctx.temperature = temperature
+        return logp, ent
+
+    @staticmethod
+    def backward(ctx, grad_logp, _grad_entropy):
+        z, lse, hidden, weight, targets = ctx.saved_tensors
         g = (grad_logp.float() / ctx.temperature)[:, None]
-        grad_hidden = grad_weight = None
-        if ctx.needs_input_grad[0]:
-            own = weight[targets].float()
-            if weight.dtype == torch.float32:
-                grad_hidden = (own - p @ weight) * g
-            else:           # bf16 would round p[y] = 0.99 to 0.988 and 1 - p[y] by 17 %: keep 1 - p[y] in float32
-                rest = p.to(weight.dtype)
-                rest[torch.arange(len(targets), device=p.device), targets] = 0
-                grad_hidden = ((1 - p.gather(1, targets[:, None])) * own - (rest @ weight).float()) * g
-            grad_hidden = grad_hidden.to(hidden.dtype)
-        if ctx.needs_input_grad[1]:
-            dz = _logits_grad(p, targets, g.squeeze(1))
-            grad_weight = (dz.t().to(hidden.dtype) @ hidden).to(weight.dtype)
-        return grad_hidden, grad_weight, None, None, None
+        grad_hidden = torch.empty_like(hidden) if ctx.needs_input_grad[0] else None
+        grad_weight = torch.zeros(weight.shape, device=weight.device) if ctx.needs_input_grad[1] else None
+        for c, p in _probs(z, lse, ctx.temperature):
+            t, gc = targets[c], g[c]
+            if grad_hidden is not None:
+                own = weight[t].float()
+                if weight.dtype == torch.float32:
+                    grad_hidden[c] = (own - p @ weight) * gc
+                else:       # bf16 would round p[y] = 0.99 to 0.988 and 1 - p[y] by 17 %: keep 1 - p[y] in float32
+                    rest = p.to(weight.dtype)
+                    rest[torch.arange(len(t), device=p.device), t] = 0
+                    grad_hidden[c] = ((1 - p.gather(1, t[:, None])) * own - (rest @ weight).float()) * gc
+            if grad_weight is not None:
+                grad_weight += (_logits_grad(p, t, gc.squeeze(1)).t().to(hidden.dtype) @ hidden[c]).float()
+        return grad_hidden, None if grad_weight is None else grad_weight.to(weight.dtype), None, None, None
 
 
 def head_logp(hidden: torch.Tensor, head: torch.nn.Module, targets: torch.Tensor, temperature: float = 1.0,
