@@ -221,3 +221,10 @@ def test_next_token_gives_the_log_softmax_of_its_token(temperature, chunk, monke
     assert torch.allclose(logp, z.log_softmax(-1).gather(1, tok[:, None]).squeeze(1), atol=1e-5)
     if temperature == 0:
         assert torch.equal(tok, logits.argmax(-1))
+
+
+def test_rows_not_live_get_token_0_even_when_none_is():
+    logits = torch.randn(3, 40)
+    tok, _ = decode.next_token(logits, 1.0, torch.zeros(3, dtype=torch.bool), torch.Generator().manual_seed(0))
+    assert (tok == 0).all()
+    assert torch.equal(decode.next_token(logits, 0.0, torch.zeros(3, dtype=torch.bool))[0], logits.argmax(-1))

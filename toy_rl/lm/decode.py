@@ -230,14 +230,14 @@ def next_token(logits: torch.Tensor, temperature: float, live: torch.Tensor, gen
     against 47 ms for 64 x 49,152 here, bench/bench_head_and_draw.py). The log-prob is
     ``z[token] - max(z) - log(sum(exp(z - max(z))))`` with the sum the draw's own. Rows go a chunk at a time
     (:func:`toy_rl.lm.logprob.row_chunks`) through buffers kept from step to step (:func:`_scratch`): a fresh float32
-    and a float64 copy of 192 x 49,152 logits at every step cost more in page faults than their arithmetic. Shared by :func:`sample_batch` and the HF
-    path of :class:`toy_rl.lm.policy.HFPolicy`."""
+    and a float64 copy of 192 x 49,152 logits at every step cost more in page faults than their arithmetic. Shared
+    by :func:`sample_batch` and the HF path of :class:`toy_rl.lm.policy.HFPolicy`."""
     B, V = logits.shape
     tok = torch.zeros(B, dtype=torch.long, device=logits.device)
     logp = torch.empty(B, device=logits.device)
     u = torch.zeros(B, dtype=torch.float64, device=logits.device)
-    draw = temperature != 0 and bool(live.any())
-    if draw:
+    draw = temperature != 0
+    if draw and live.any():
         idx = _draw_order(live, order)
         u[idx] = torch.rand(len(idx), generator=generator, dtype=torch.float64, device=logits.device)
     rows, chunks = row_chunks(B, V, itemsize=8)

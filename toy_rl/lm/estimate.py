@@ -82,7 +82,8 @@ Time (rough; bench/gpu_check.py measures the real thing):
   on (``python bench/bench_bf16.py``, bench/README.md). Its efficiencies were calibrated on float32
   runs, and whole-model bf16 gains were smaller than the matmul's 6.6x there (forward 3.1x), so a
   bf16 CPU estimate is optimistic. A 2-core AMD EPYC with AVX512-BF16 and no AMX measured 0.10
-  and 0.21 TFLOP/s, and one rung-3 update there was 1.3x faster in bf16 (bench/bench_lm_update.py). A decode step is the
+  and 0.21 TFLOP/s, and one rung-3 update there was 1.3x faster in bf16 (bench/bench_lm_update.py; from the
+  search-hard-warm warm start, a reuse-2 run's mean update 1.35-1.45x: 34.5-34.9 s against 47-50 s). A decode step is the
   slowest of its FLOPs, reading every weight and the KV cache from memory
   (bandwidth x ``bandwidth_efficiency``), and HF's per-step overhead (Python and
   kernel launches, ``hf_step_ms_per_layer`` x L; none for vLLM, which replays CUDA
