@@ -6,9 +6,9 @@ The ratio in the clipped surrogate (BAPO Eq. 3) needs log pi(y_t | context) = z[
 and its gradient, dlogp/dz = onehot(y_t) - softmax(z). ``log_softmax`` then ``gather`` gets there through a log-prob
 tensor for every vocabulary entry, a zero-filled one for the gather's gradient and a third for the log-softmax's;
 :class:`TokenLogProb` keeps none: it saves the logits it was given and their logsumexp, works a chunk of rows at a
-time in one reused buffer, and its backward remakes the softmax from them the same way. :class:`HeadLogProb` starts one step earlier, from the hidden states h under the head's weight W
-(z = h W^T), and makes the gradient the head's backward needs, dlogp/dh = (W[y] - p W) / T, without the (N, vocab)
-gradient of the logits.
+time in one reused buffer, and its backward remakes the softmax from them the same way. :class:`HeadLogProb` starts
+one step earlier, from the hidden states h under the head's weight W (z = h W^T), and makes the gradient the head's
+backward needs, dlogp/dh = (W[y] - p W) / T, without the (N, vocab) gradient of the logits.
 
     z = logits / T;  p = softmax(z);  logp = z[y] - logsumexp(z);  entropy = logsumexp(z) - sum(p * z)
     backward: dz = g * (onehot(y) - p) / T;   from h: dh = g * (W[y] - p W) / T
