@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .forward import cache_layers, new_cache, unique_rows
-from .logprob import row_chunks
+from .logprob import row_chunks, scaled_rows
 from .prefill import prefill
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -245,16 +245,13 @@ def next_token(logits: torch.Tensor, temperature: float, live: torch.Tensor, gen
     cdf_buf = _scratch("cdf", rows, V, torch.float64, logits.device) if draw else None
     for c in chunks:
         n = c.stop - c.start
-        z, e = z_buf[:n], e_buf[:n]
-        z.copy_(logits[c])
-        if temperature not in (0, 1):
-            z.div_(temperature)
+        z, e = scaled_rows(z_buf[:n], logits[c], temperature or 1.0), e_buf[:n]
         top, arg = z.max(-1, keepdim=True)
         torch.sub(z, top, out=e).exp_()
-        total = torch.ones(n, dtype=torch.float64, device=logits.device)
         if not draw:
             tok[c], total = arg.squeeze(1), e.sum(-1).double()
         else:
+            total = torch.ones(n, dtype=torch.float64, device=logits.device)    # rows not drawn: token 0
             on = live[c].nonzero().squeeze(1)
             if len(on):
                 cdf = cdf_buf[:len(on)]

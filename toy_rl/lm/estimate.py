@@ -52,8 +52,8 @@ Memory, in bytes:
   ``score`` upcasts them to float32 and computes the log-probs and the entropy:
   16 bytes per value at the peak (4 float32 copies while the entropy is summed;
   measured before :mod:`toy_rl.lm.logprob` kept only the logits and their softmax, an upper bound now), 4 kept for
-  the backward pass (the logits in the head's dtype: 4 in float32, 2 in bf16, counted as 4). **With a 152k vocabulary this is the largest term**: one float32
-  copy for 64 answers of 512 tokens is 18.6 GiB.
+  the backward pass (the logits in the head's dtype: 4 in float32, 2 in bf16, counted as 4). **With a 152k
+  vocabulary this is the largest term**: one float32 copy for 64 answers of 512 tokens is 18.6 GiB.
 * KV cache while sampling: 2 (K and V) · L · n_kv · d · a bytes per token, for
   B_rollout = prompts·G rows of P + N tokens.
 
@@ -83,8 +83,8 @@ Time (rough; bench/gpu_check.py measures the real thing):
   runs, and whole-model bf16 gains were smaller than the matmul's 6.6x there (forward 3.1x), so a
   bf16 CPU estimate is optimistic. A 2-core AMD EPYC with AVX512-BF16 and no AMX measured 0.10
   and 0.21 TFLOP/s, and one rung-3 update there was 1.3x faster in bf16 (bench/bench_lm_update.py; from the
-  search-hard-warm warm start, a reuse-2 run's mean update 1.35-1.45x: 34.5-34.9 s against 47-50 s). A decode step is the
-  slowest of its FLOPs, reading every weight and the KV cache from memory
+  search-hard-warm warm start, a reuse-2 run's mean update 1.35-1.45x: 34.5-34.9 s against 47-50 s). A decode
+  step is the slowest of its FLOPs, reading every weight and the KV cache from memory
   (bandwidth x ``bandwidth_efficiency``), and HF's per-step overhead (Python and
   kernel launches, ``hf_step_ms_per_layer`` x L; none for vLLM, which replays CUDA
   graphs). The efficiencies are assumptions, stated in :data:`HARDWARE`.

@@ -29,6 +29,13 @@ def row_chunks(n: int, width: int, itemsize: int = 4) -> tuple[int, list[slice]]
     return min(rows, n), [slice(i, min(i + rows, n)) for i in range(0, n, rows)]
 
 
+def scaled_rows(buf: torch.Tensor, rows: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``rows`` / ``temperature`` in float32, written into ``buf`` (a chunk's reused buffer; temperature 1: as they
+    are, with no pass to divide)."""
+    buf.copy_(rows)
+    return buf.div_(temperature) if temperature != 1.0 else buf
+
+
 def _stats(logits, vocab: int, targets, temperature: float, entropy: bool):
     """(logp of targets, logsumexp, entropy or None), each (N,) float32, of ``softmax(z / temperature)``, where
     ``logits(rows)`` gives the rows' logits z (N, vocab; any float dtype), a chunk at a time."""
@@ -38,10 +45,7 @@ def _stats(logits, vocab: int, targets, temperature: float, entropy: bool):
     logp, lse = torch.empty(2, n, device=targets.device)
     ent = torch.empty(n, device=targets.device) if entropy else None
     for c in chunks:
-        z, ex = zs[:c.stop - c.start], e[:c.stop - c.start]
-        z.copy_(logits(c))
-        if temperature != 1.0:
-            z.div_(temperature)
+        z, ex = scaled_rows(zs[:c.stop - c.start], logits(c), temperature), e[:c.stop - c.start]
         top = z.max(-1, keepdim=True).values
         z.sub_(top)                                             # z - max: exp(z) <= 1
         total = torch.exp(z, out=ex).sum(-1).log_()
@@ -58,11 +62,7 @@ def _probs(logits, lse, temperature: float):
     rows, chunks = row_chunks(*logits.shape)
     buf = torch.empty(rows, logits.shape[1], device=logits.device)
     for c in chunks:
-        p = buf[:c.stop - c.start]
-        p.copy_(logits[c])
-        if temperature != 1.0:
-            p.div_(temperature)
-        yield c, p.sub_(lse[c, None]).exp_()
+        yield c, scaled_rows(buf[:c.stop - c.start], logits[c], temperature).sub_(lse[c, None]).exp_()
 
 
 def _logits_grad(p, targets, g):
