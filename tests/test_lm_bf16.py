@@ -245,4 +245,6 @@ def test_the_head_on_answer_tokens_only_gives_the_same_numbers(dtype, share):
     tol = {"float32": 1e-5, "bfloat16": 0.05}[dtype]
     assert torch.allclose(lp_on[m], lp_off[m], atol=tol) and torch.allclose(ent_on[m], ent_off[m], atol=tol)
     assert (lp_on[~m] == 0).all() and (ent_on[~m] == 0).all()
-    assert all(torch.allclose(a, c, rtol=tol, atol=tol / 10) for a, c in zip(g_on, g_off))
+    # each adapter's gradient as a whole (bf16 rounding is relative to the summands, so a near-zero entry of a
+    # gradient can move by more than tol of itself: one of 128 entries did, by 0.012 of a gradient as large as 2.4)
+    assert all(torch.linalg.vector_norm(a - c) <= tol * torch.linalg.vector_norm(c) for a, c in zip(g_on, g_off))

@@ -52,6 +52,7 @@ from ..experiments.tasks import make_task, task_label
 from ..rl.loop import CHECKPOINT, CONFIG, evaluate, read_config, train as train_loop
 from ..rl.run_folder import load_state, lock_run, save_state, write_text
 from ..threads import cpu_threads
+from .attention import use_grouped, uses_grouped
 from .load import SMOLLM2, cpu_bf16_units, resolve_dtype
 
 # The measured default run (see the module docstring): held-out accuracy of SmolLM2-135M on
@@ -270,6 +271,8 @@ def train(spec, folder) -> list[dict]:
         started = read_config(folder) or {}                      # layouts round apart
         policy.pack_answers = policy.pack_answers and "answers" in started
         policy.share_prefix = policy.share_prefix and "prompt_prefix" in started
+        if "attention" not in started:
+            use_grouped(policy.model, False)
     written = {"dtype": settings["dtype"]}
     if policy.share_prefix:
         written["prompt_prefix"] = "once"            # the shared few-shot prefix computed once (toy_rl.lm.prefill)
@@ -278,6 +281,8 @@ def train(spec, folder) -> list[dict]:
         written["warm_start"] = fingerprint(policy.get_weights())
     if policy.device.type == "cpu" and settings["dtype"] != "float32":
         written["cpu_bf16"] = cpu_bf16_units()      # bf16 rounds differently with and without AMX
+    if uses_grouped(policy.model):
+        written["attention"] = "grouped"            # rounds apart from SDPA's (toy_rl.lm.attention)
     if getattr(policy, "scores_answers_only", False):
         written["lm_head"] = "answer tokens"        # the head's backward rounds differently from the full head's
         if policy.pack_answers:
