@@ -97,6 +97,21 @@ def test_dropping_rows_and_whole_prompts_keeps_the_logits():
         assert (lean - hf).abs().max() < TOL["float32"]
 
 
+def test_refill_moves_the_last_live_rows_into_the_places_of_stopped_ones_and_the_logits_stay():
+    prompts = sorted(PROMPTS)               # 3 prompts: rows 0-2, 3-8, 9-11
+    stopped = torch.tensor([False, True, False] + [True] * 6 + [False] * 3)     # prompt 1 goes
+    keep = decode.refill(stopped)
+    assert keep.tolist() == [0, 9, 2, 10, 11]        # rows 0 and 2 stay; 9 and 10 fill the places of 1 and 3
+    policy = make_policy()
+    with torch.inference_mode():
+        out = hf_and_lean_logits(policy, steps=4, prompts=prompts, keep=keep.tolist())
+    assert out[-1][0].shape[0] == 5
+    for hf, lean in out:
+        assert (lean - hf).abs().max() < TOL["float32"]
+    assert decode.refill(torch.zeros(3, dtype=torch.bool)).tolist() == [0, 1, 2]
+    assert decode.refill(torch.tensor([True, True, False])).tolist() == [2]
+
+
 def test_lora_is_merged_and_changes_follow_the_adapters():
     policy = make_policy()
     with torch.inference_mode():

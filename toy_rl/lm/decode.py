@@ -11,7 +11,8 @@ the compute dtype; the adapters are untouched).
 What it saves per step (SmolLM2-135M, 64 rows, 1 thread; bench/README.md): the DynamicCache's ``torch.cat`` of
 the whole cache, repeat_kv's copies of K and V for every query head, reading a GRPO group's shared prompt once
 per answer (a prompt's answers attend to its keys in one matmul), peft's two extra matmuls per projection and
-most of the per-module Python. Rows that have stopped leave the batch once an eighth of it has stopped.
+most of the per-module Python. Rows that have stopped leave the batch once an eighth of it has stopped (the last
+live rows move into their places: :func:`refill`).
 
 Same distribution as the HF path: the same formulas in the same dtypes (attention in float32, as SDPA's
 math backend does for bf16), the same draw (:func:`next_token`: inverse transform sampling, one uniform per live row
@@ -130,9 +131,9 @@ def _rms(x, w, eps):
 class KV:
     """The decode cache, float32: each distinct prompt's keys and values once (``prompt``: layers, 2, prompts,
     kv_heads, P, head_dim, from the HF prefill ``hf_cache``; its padding as -inf in ``bias``) and each row's answer
-    so far (``answer``: layers, 2, rows, kv_heads, room, head_dim). Batch row i continues prompt ``u[i]``; rows
-    are sorted by prompt, so a prompt's rows attend to its keys in one matmul (``slot``: row -> slot in a
-    (prompts x slots) grid; ``dense`` when every slot is filled)."""
+    so far (``answer``: layers, 2, rows, kv_heads, room, head_dim). Batch row i continues prompt ``u[i]``; a
+    prompt's rows attend to its keys in one matmul (``slot``: row -> slot in a (prompts x slots) grid; ``dense``
+    when every slot is filled by rows sorted by prompt, as they start)."""
 
     def __init__(self, hf_cache, prompt_mask, u, room: int):
         self.prompt = torch.stack([torch.stack(kv) for kv in cache_layers(hf_cache)]).float()
@@ -143,14 +144,20 @@ class KV:
 
     def _layout(self, u):
         counts = torch.bincount(u, minlength=len(self.bias))
-        self.u, self.slots = u, int(counts.max())
-        self.slot = u * self.slots + torch.arange(len(u)) - (counts.cumsum(0) - counts)[u]
-        self.dense = len(u) == len(self.bias) * self.slots
+        self.u, self.slots, n = u, int(counts.max()), len(u)
+        by_prompt = torch.argsort(u, stable=True)              # a row's slot: its rank among its prompt's rows
+        rank = torch.empty_like(u)
+        rank[by_prompt] = torch.arange(n) - (counts.cumsum(0) - counts)[u[by_prompt]]
+        self.slot = u * self.slots + rank
+        self.dense = n == len(self.bias) * self.slots and bool((self.slot == torch.arange(n)).all())
         self.row_bias = self.bias[u][:, None, None, :]
 
     def keep(self, keep, length: int) -> None:
-        """Keep only batch rows ``keep`` (ascending) and the prompts they continue; answers are ``length`` long."""
-        self.answer[:, :, :len(keep), :, :length] = self.answer[:, :, keep, :, :length]
+        """Keep only batch rows ``keep`` (in that order: row ``keep[j]`` becomes row j) and the prompts they
+        continue; answers are ``length`` long. Only the rows that change place are copied."""
+        moved = (keep != torch.arange(len(keep))).nonzero().squeeze(1)
+        if len(moved):
+            self.answer[:, :, moved, :, :length] = self.answer[:, :, keep[moved], :, :length]
         u = self.u[keep]
         used = torch.unique(u)
         if len(used) < len(self.bias):
@@ -195,6 +202,16 @@ def step(w: Weights, kv: KV, tok: torch.Tensor, cos: torch.Tensor, sin: torch.Te
         h = _rms(x, w_post, w.eps)
         x = x + F.linear(F.silu(F.linear(h, w_gate)) * F.linear(h, w_up), w_down)
     return F.linear(_rms(x, w.norm, w.eps), w.head)
+
+
+def refill(stopped: torch.Tensor) -> torch.Tensor:
+    """The rows to keep (``stopped`` False), in the order :meth:`KV.keep` takes: the live rows among the first
+    ``n`` (as many as live rows) stay where they are and the live rows after them move into the places the stopped
+    ones leave, so that only those are copied (keeping the live rows in order would copy nearly all of them)."""
+    live = (~stopped).nonzero().squeeze(1)
+    order = torch.arange(len(live))
+    order[stopped[:len(live)].nonzero().squeeze(1)] = live[live >= len(live)]
+    return order
 
 
 _SCRATCH: dict = {}
@@ -298,7 +315,7 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
             break
         n_done = int(done.sum())
         if n_done and n_done >= len(rows) // 8 and T - t > 2:          # drop stopped rows from the batch
-            keep = (~done).nonzero().squeeze(1)
+            keep = refill(done)
             kv.keep(keep, t)
             rows, done, tok, pos = rows[keep], done[keep], tok[keep], pos[keep]
         logits = step(w, kv, tok, cos_t[pos + t], sin_t[pos + t], t)
