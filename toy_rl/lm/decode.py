@@ -129,15 +129,21 @@ def _rms(x, w, eps):
 
 
 class KV:
-    """The decode cache, float32: each distinct prompt's keys and values once (``prompt``: layers, 2, prompts,
-    kv_heads, P, head_dim, from the HF prefill ``hf_cache``; its padding as -inf in ``bias``) and each row's answer
-    so far (``answer``: layers, 2, rows, kv_heads, room, head_dim). Batch row i continues prompt ``u[i]``; a
-    prompt's rows attend to its keys in one matmul (``slot``: row -> slot in a (prompts x slots) grid; ``dense``
-    when every slot is filled by rows sorted by prompt, as they start)."""
+    """The decode cache, float32: the prompts' shared prefix once (``prefix``: layers, 2, kv_heads, C, head_dim;
+    the first ``shared`` = C key columns of the HF prefill ``hf_cache``, the same in every prompt), the rest of each
+    distinct prompt's keys and values once (``prompt``: layers, 2, prompts, kv_heads, P - C, head_dim; its padding
+    as -inf in ``bias``) and each row's answer so far (``answer``: layers, 2, rows, kv_heads, room, head_dim). Batch
+    row i continues prompt ``u[i]``. Every row attends to the prefix in one matmul per key/value head, and a
+    prompt's rows to the rest of its keys in one matmul (``slot``: row -> slot in a (prompts x slots) grid;
+    ``dense`` when every slot is filled by rows sorted by prompt, as they start)."""
 
-    def __init__(self, hf_cache, prompt_mask, u, room: int):
-        self.prompt = torch.stack([torch.stack(kv) for kv in cache_layers(hf_cache)]).float()
-        self.bias = torch.zeros(prompt_mask.shape).masked_fill_(~prompt_mask.bool(), float("-inf"))
+    def __init__(self, hf_cache, prompt_mask, u, room: int, shared: int = 0):
+        keys = torch.stack([torch.stack(kv) for kv in cache_layers(hf_cache)])
+        self.shared = shared
+        self.prefix = keys[:, :, 0, :, :shared].float()
+        self.prompt = keys[:, :, :, :, shared:].float()
+        self.bias = torch.zeros(prompt_mask[:, shared:].shape).masked_fill_(~prompt_mask[:, shared:].bool(),
+                                                                           float("-inf"))
         n_layers, _, _, heads, _, dim = self.prompt.shape
         self.answer = torch.empty((n_layers, 2, len(u), heads, room, dim))
         self._layout(u)
@@ -166,9 +172,9 @@ class KV:
 
     def attend(self, i: int, q, t: int):
         """Attention output (n, kv_heads, G, head_dim) of layer i for queries q (n, kv_heads, G, head_dim), scaled,
-        over each row's prompt and its answer positions 0 .. t."""
+        over the shared prefix, the rest of each row's prompt and its answer positions 0 .. t."""
         n, K, G, D = q.shape
-        U, S, P = len(self.bias), self.slots, self.bias.shape[1]
+        U, S, P, C = len(self.bias), self.slots, self.bias.shape[1], self.shared
 
         def to_grid(x):        # (n, K, G, X) -> (U, K, S * G, X): a prompt's rows side by side
             if not self.dense:
@@ -178,10 +184,20 @@ class KV:
         def from_grid(x):      # the inverse
             x = x.view(U, K, S, G, -1).transpose(1, 2).reshape(U * S, K, G, -1)
             return x if self.dense else x[self.slot]
+        def by_head(x):        # (n, K, G, X) -> (K, n * G, X): every row's queries of a key/value head together
+            return x.transpose(0, 1).reshape(K, n * G, -1)
+
+        def from_head(x):      # the inverse
+            return x.view(K, n, G, -1).transpose(0, 1)
         keys, values = self.answer[i, 0, :n, :, :t + 1], self.answer[i, 1, :n, :, :t + 1]
         scores = from_grid(torch.matmul(to_grid(q), self.prompt[i, 0].transpose(-1, -2))).add_(self.row_bias)
-        att = torch.cat([scores, torch.matmul(q, keys.transpose(-1, -2))], -1).softmax(-1)
-        return from_grid(torch.matmul(to_grid(att[..., :P]), self.prompt[i, 1])) + torch.matmul(att[..., P:], values)
+        parts = [scores, torch.matmul(q, keys.transpose(-1, -2))]
+        if C:
+            parts.insert(0, from_head(torch.matmul(by_head(q), self.prefix[i, 0].transpose(-1, -2))))
+        att = torch.cat(parts, -1).softmax(-1)
+        out = from_grid(torch.matmul(to_grid(att[..., C:C + P]), self.prompt[i, 1])) \
+            + torch.matmul(att[..., C + P:], values)
+        return out + from_head(torch.matmul(by_head(att[..., :C]), self.prefix[i, 1])) if C else out
 
 
 def step(w: Weights, kv: KV, tok: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, t: int) -> torch.Tensor:
@@ -291,7 +307,7 @@ def sample_batch(policy, w: Weights, prompts, max_new_tokens: int, temperature: 
     where = torch.tensor(where)
     rows = torch.argsort(where, stable=True)              # batch row -> answer; rows sorted by prompt
     u = where[rows]
-    kv = KV(cache, pre.keys, u, T - 1)
+    kv = KV(cache, pre.keys, u, T - 1, pre.shared)
     del cache
     logits = base.get_output_embeddings()(pre.last)[u]
     pos = pre.lengths[u]                                  # each row's position of its first answer token

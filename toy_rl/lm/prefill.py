@@ -35,10 +35,13 @@ class Prefilled:
     last: (P, ·) the output at each prompt's last token (hidden states with ``body``, else logits).
     keys: (P, K) bool, which of the cache's K key columns hold each prompt's tokens (the rest is padding).
     lengths: (P,) each prompt's length: the position of its first answer token.
+    shared: how many of the cache's first key columns hold the shared prefix, the same keys and values for every
+        prompt (copies of one forward); 0 where the prompts were not run with a shared prefix.
     """
     last: torch.Tensor
     keys: torch.Tensor
     lengths: torch.Tensor
+    shared: int = 0
 
 
 def shared_prefix(prompts: list[list[int]]) -> int:
@@ -87,7 +90,7 @@ def prefill(policy, prompts: list[list[int]], cache, body=None, share: bool = Tr
     allowed = torch.cat([own.new_ones((P, T, c)), own], dim=-1)[:, None]
     out = policy._forward(ids, allowed, cache, body=body, position_ids=(c + i).expand(P, T))
     last = out[torch.arange(P, device=dev), tails - 1]
-    return Prefilled(last, torch.cat([real.new_ones((P, c)), real], dim=1), lengths)
+    return Prefilled(last, torch.cat([real.new_ones((P, c)), real], dim=1), lengths, c)
 
 
 def _run_prefix(policy, tokens: list[int], cache, body=None) -> None:
