@@ -1,5 +1,5 @@
 """toy_rl.lm.attention: grouped-query attention in float32 equals SDPA's math backend with repeated keys and values;
-bf16 policies on the CPU use it, float32 ones do not; runs record it and resume as they started."""
+bf16 policies on the CPU use it, float32 ones do not (runs record it: tests/test_lm_bf16.py)."""
 import json
 import os
 
@@ -14,8 +14,6 @@ import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
 from test_lm_bf16 import batch_of, policy  # noqa: E402
-from test_lm_run import spec  # noqa: E402
-from toy_rl.experiments import run, status  # noqa: E402
 from toy_rl.lm.attention import NAME, grouped_attention, use_grouped, uses_grouped  # noqa: E402
 
 B, H, K, L, S, D = 2, 6, 2, 5, 9, 8
@@ -134,19 +132,3 @@ def test_a_bf16_policy_attends_grouped_and_scores_as_sdpa_does_up_to_bf16_roundi
     assert not uses_grouped(policy("float32").model)
     assert uses_grouped(policy("float32").set_dtype("bfloat16").model)
 
-
-def test_a_run_records_grouped_attention_and_resumes_as_it_started(tmp_path):
-    """A bf16 run records ``"attention": "grouped"``; one started before it (its config.json names no attention)
-    resumes on SDPA; a float32 run names none."""
-    run(spec(where=tmp_path / "fp32", steps=1))
-    assert "attention" not in json.loads((tmp_path / "fp32" / "config.json").read_text())
-    run(spec(where=tmp_path, steps=2, dtype="bfloat16"))
-    path = tmp_path / "config.json"
-    config = json.loads(path.read_text())
-    assert config["attention"] == "grouped"
-    del config["attention"]
-    path.write_text(json.dumps(config))
-    longer = spec(where=tmp_path, steps=3, dtype="bfloat16")
-    assert status(longer) == "resumed"
-    run(longer)
-    assert "attention" not in json.loads(path.read_text())

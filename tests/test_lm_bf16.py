@@ -200,6 +200,25 @@ def test_bf16_run_records_its_dtype_and_the_gap(tmp_path):
     assert status(spec(where=tmp_path, steps=2, dtype="float32")) != "finished"   # never read back as fp32's
 
 
+@pytest.mark.parametrize("key, value", [("attention", "grouped"), ("lora_products", "bfloat16")])
+def test_a_run_records_its_bf16_kernels_and_resumes_as_it_started(tmp_path, key, value):
+    """A bf16 run on the CPU records the kernels that round apart from the ones before them (grouped attention,
+    LoRA products in bf16); a run started before one (its config.json does not name it) resumes without it; a
+    float32 run names neither."""
+    run(spec(where=tmp_path / "fp32", steps=1))
+    assert not {"attention", "lora_products"} & set(json.loads((tmp_path / "fp32" / "config.json").read_text()))
+    run(spec(where=tmp_path, steps=2, dtype="bfloat16"))
+    path = tmp_path / "config.json"
+    config = json.loads(path.read_text())
+    assert config[key] == value
+    del config[key]
+    path.write_text(json.dumps(config))
+    longer = spec(where=tmp_path, steps=3, dtype="bfloat16")
+    assert status(longer) == "resumed"
+    run(longer)
+    assert key not in json.loads(path.read_text())
+
+
 def test_a_finished_fp32_run_is_not_read_back_for_a_bf16_spec(tmp_path):
     run(spec(where=tmp_path, steps=2))
     assert finished(spec(where=tmp_path, steps=2)) is not None

@@ -9,8 +9,10 @@ A and B are trained (1.84 M parameters for SmolLM2-135M at rank 16 on q, k, v, o
 from __future__ import annotations
 
 import warnings
+from types import MethodType
 
 import torch
+import torch.nn.functional as F
 
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP = ("gate_proj", "up_proj", "down_proj")
@@ -101,6 +103,39 @@ def cast_base(model, dtype) -> None:
         want = torch.float32 if p.requires_grad else dtype
         if p.dtype != want:
             p.data = p.data.to(want)
+
+
+def low_precision_products(model, on: bool = True) -> None:
+    """Let every LoRA layer of ``model`` multiply in its input's dtype (``on``), or in float32 as peft does (off).
+
+    peft casts a bf16 layer's input to the adapters' float32, runs x A^T B^T there and casts the sum back: two
+    copies of the input and one of the output per layer, and float32 products on a CPU whose bf16 ones are twice
+    as fast. On, a layer computes ``W x + x A^T (s B)^T`` with A and s B rounded to the input's dtype (the
+    adapters themselves, their gradients and AdamW's state stay float32: the rounding is inside the graph, so the
+    gradient reaches the float32 adapters). The same sum, rounded to bf16 twice rather than once. Layers peft
+    would treat otherwise (merged, disabled, several adapters, DoRA, dropout, a float32 input) keep peft's
+    forward."""
+    for mod in model.modules():
+        if hasattr(mod, "lora_A") and isinstance(getattr(mod, "base_layer", None), torch.nn.Linear):
+            if on:
+                mod.forward = MethodType(_forward_in_input_dtype, mod)
+            else:
+                mod.__dict__.pop("forward", None)
+
+
+def uses_low_precision_products(model) -> bool:
+    """Whether :func:`low_precision_products` is on in ``model`` (a run records it: it rounds apart from peft)."""
+    return any("forward" in mod.__dict__ for mod in model.modules() if hasattr(mod, "lora_A"))
+
+
+def _forward_in_input_dtype(self, x, *args, **kwargs):
+    names = [a for a in self.active_adapters if a in self.lora_A.keys()]
+    if (args or kwargs or x.dtype == torch.float32 or self.disable_adapters or self.merged or len(names) != 1
+            or self.lora_variant.get(names[0]) is not None
+            or not isinstance(self.lora_dropout[names[0]], torch.nn.Identity)):
+        return type(self).forward(self, x, *args, **kwargs)
+    a, b, scale = self.lora_A[names[0]].weight, self.lora_B[names[0]].weight, self.scaling[names[0]]
+    return self.base_layer(x) + F.linear(F.linear(x, a.to(x.dtype)), (b * scale).to(x.dtype))
 
 
 def count_trainable(model) -> int:

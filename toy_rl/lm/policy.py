@@ -47,7 +47,7 @@ from . import attention, decode
 from .forward import forward_kwargs, new_cache, unique_rows
 from .load import _dtype, resolve_dtype
 from .logprob import head_logp, token_logp
-from .lora import cast_base
+from .lora import cast_base, low_precision_products
 from . import packing
 from .prefill import prefill, prefix_once
 from .prompts import chat_messages, render_chat
@@ -173,11 +173,13 @@ class HFPolicy:
         (SmolLM2's head: 9.6 s instead of 0.15 s for 64 x 8 tokens). On a CPU, attention runs on SDPA's math
         backend: the flash kernel's bf16 backward was 2.8x slower (43 ms against 15 ms per SmolLM2 layer of
         an 8 x 8 update). There too, attention is :func:`toy_rl.lm.attention.grouped_attention` (the same float32
-        arithmetic as the math backend, without repeating keys and values for each query head)."""
+        arithmetic as the math backend, without repeating keys and values for each query head), and LoRA multiplies
+        in bf16 (:func:`toy_rl.lm.lora.low_precision_products`; the adapters stay float32)."""
         head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
         want = head is not None and self.dtype != torch.float32
         self._math_attention = self.dtype != torch.float32 and self.device.type == "cpu"
         attention.use_grouped(self.model, self._math_attention)
+        low_precision_products(self.model, self._math_attention)
         if want and self._head_hook is None:
             self._head_hook = head.register_forward_pre_hook(lambda mod, args: (args[0].contiguous(), *args[1:]))
         elif not want and self._head_hook is not None:

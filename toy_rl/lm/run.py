@@ -54,6 +54,7 @@ from ..rl.run_folder import load_state, lock_run, save_state, write_text
 from ..threads import cpu_threads
 from .attention import use_grouped, uses_grouped
 from .load import SMOLLM2, cpu_bf16_units, resolve_dtype
+from .lora import low_precision_products, uses_low_precision_products
 
 # The measured default run (see the module docstring): held-out accuracy of SmolLM2-135M on
 # 2-digit addition goes up within a few minutes on 2 CPU cores.
@@ -273,6 +274,8 @@ def train(spec, folder) -> list[dict]:
         policy.share_prefix = policy.share_prefix and "prompt_prefix" in started
         if "attention" not in started:
             use_grouped(policy.model, False)
+        if "lora_products" not in started:
+            low_precision_products(policy.model, False)
     written = {"dtype": settings["dtype"]}
     if policy.share_prefix:
         written["prompt_prefix"] = "once"            # the shared few-shot prefix computed once (toy_rl.lm.prefill)
@@ -283,6 +286,8 @@ def train(spec, folder) -> list[dict]:
         written["cpu_bf16"] = cpu_bf16_units()      # bf16 rounds differently with and without AMX
     if uses_grouped(policy.model):
         written["attention"] = "grouped"            # rounds apart from SDPA's (toy_rl.lm.attention)
+    if uses_low_precision_products(policy.model):
+        written["lora_products"] = str(policy.dtype).removeprefix("torch.")   # apart from peft's float32 ones
     if getattr(policy, "scores_answers_only", False):
         written["lm_head"] = "answer tokens"        # the head's backward rounds differently from the full head's
         if policy.pack_answers:
