@@ -184,6 +184,7 @@ class KV:
         def from_grid(x):      # the inverse
             x = x.view(U, K, S, G, -1).transpose(1, 2).reshape(U * S, K, G, -1)
             return x if self.dense else x[self.slot]
+
         def by_head(x):        # (n, K, G, X) -> (K, n * G, X): every row's queries of a key/value head together
             return x.transpose(0, 1).reshape(K, n * G, -1)
 
